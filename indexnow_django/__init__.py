@@ -1,0 +1,31 @@
+"""indexnow-django: tell search engines which pages of a Django site changed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["ModelIndexNow", "__version__", "batch", "register", "submit"]
+
+if TYPE_CHECKING:
+    from .collector import batch, submit
+    from .tracking import ModelIndexNow, register
+
+# The public names are imported lazily so that ``import indexnow_django`` (for
+# instance from settings.py or the HTTP client) never imports Django models.
+_LAZY = {
+    "batch": "collector",
+    "submit": "collector",
+    "ModelIndexNow": "tracking",
+    "register": "tracking",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'indexnow_django' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f"indexnow_django.{module}"), name)

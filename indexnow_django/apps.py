@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.core.signals import setting_changed
+
+
+class IndexNowConfig(AppConfig):
+    name = "indexnow_django"
+    label = "indexnow"
+    verbose_name = "IndexNow"
+
+    def ready(self) -> None:
+        from . import checks, conf, tracking
+
+        checks.register_checks()
+        setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
+        tracking.autodiscover()

@@ -1,0 +1,104 @@
+"""The debounce store: which URLs an engine accepted recently.
+
+Kept in a Django cache (``DEBOUNCE["CACHE"]``) under hashed keys, one per
+engine and URL, so every look-up is one ``get_many``/``set_many`` round trip
+per batch, never one per URL.
+
+Before a batch is posted its URLs are *claimed*: marked as in flight for a
+short while. With Django's Redis cache the claim is one pipelined
+``SET NX`` per batch, atomic per URL, so two workers holding the same URL never
+both post it. Other backends fall back to ``get_many`` + ``set_many`` (atomic
+only within one process; ``indexnow_check`` and a system check warn when the
+cache cannot be shared with the workers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.cache import BaseCache, caches
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DebounceStore"]
+
+PENDING = 1
+SENT = 2
+KEY_PREFIX = "indexnow:debounce:"
+
+
+def _redis_client(cache: BaseCache) -> Any | None:
+    """The redis-py client behind Django's built-in Redis cache, else ``None``."""
+    from django.core.cache.backends.redis import RedisCache
+
+    if isinstance(cache, RedisCache):
+        return cache._cache.get_client(write=True)
+    return None
+
+
+class DebounceStore:
+    """Claims, records and releases URLs per engine."""
+
+    def __init__(self, cache_alias: str, ttl: int, claim_ttl: int = 120) -> None:
+        self.cache_alias = cache_alias
+        self.ttl = ttl
+        self.claim_ttl = max(1, claim_ttl)
+
+    @property
+    def enabled(self) -> bool:
+        return self.ttl > 0
+
+    @property
+    def cache(self) -> BaseCache:
+        return caches[self.cache_alias]
+
+    def _key(self, engine: str, url: str) -> str:
+        digest = hashlib.sha256(f"{engine}\n{url}".encode()).hexdigest()[:40]
+        return f"{KEY_PREFIX}{digest}"
+
+    def claim(self, engine: str, urls: Sequence[str], *, force: bool = False) -> list[str]:
+        """Mark ``urls`` in flight for ``engine``; return those this caller may send.
+
+        A URL accepted within the TTL, or claimed by another sender right now,
+        is left out. ``force`` claims every URL regardless.
+        """
+        if not self.enabled or not urls:
+            return list(urls)
+        keys = {self._key(engine, url): url for url in urls}
+        cache = self.cache
+        if force:
+            cache.set_many(dict.fromkeys(keys, PENDING), timeout=self.claim_ttl)
+            return list(urls)
+        client = _redis_client(cache)
+        if client is not None:
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.set(cache.make_and_validate_key(key), PENDING, nx=True, ex=self.claim_ttl)
+            won = pipe.execute()
+            return [url for url, ok in zip(keys.values(), won) if ok]
+        present = cache.get_many(list(keys))
+        free = {key: url for key, url in keys.items() if key not in present}
+        if free:
+            cache.set_many(dict.fromkeys(free, PENDING), timeout=self.claim_ttl)
+        return list(free.values())
+
+    def filter_new(self, engine: str, urls: Sequence[str]) -> list[str]:
+        """The URLs of ``urls`` not accepted (nor claimed) for ``engine`` now. Read only."""
+        if not self.enabled or not urls:
+            return list(urls)
+        keys = {self._key(engine, url): url for url in urls}
+        present = self.cache.get_many(list(keys))
+        return [url for key, url in keys.items() if key not in present]
+
+    def record(self, engine: str, urls: Sequence[str]) -> None:
+        """``engine`` accepted ``urls``: do not send them to it again within the TTL."""
+        if self.enabled and urls:
+            self.cache.set_many({self._key(engine, url): SENT for url in urls}, timeout=self.ttl)
+
+    def release(self, engine: str, urls: Sequence[str]) -> None:
+        """Drop the claims on ``urls`` (not accepted): a later attempt may send them."""
+        if self.enabled and urls:
+            self.cache.delete_many([self._key(engine, url) for url in urls])

@@ -1,0 +1,65 @@
+"""Fixtures shared by the whole suite.
+
+The loopback engine and the redis-server are started by ``tests.settings``
+(see ``tests/services.py``); the fixtures here reset them between tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from django.core.cache import caches
+from django.test import override_settings
+
+from indexnow_django import conf
+from indexnow_django.testing import LoopbackEngine
+from tests import services
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state() -> Iterator[None]:
+    """Every test starts with a quiet engine, empty caches and fresh settings."""
+    services.engine().reset()
+    for alias in ("default", "shared"):
+        caches[alias].clear()
+    conf.clear_cache()
+    yield
+    conf.clear_cache()
+
+
+@pytest.fixture
+def engine() -> LoopbackEngine:
+    """The loopback IndexNow engine every test's ``ENGINES`` points at."""
+    return services.engine()
+
+
+@pytest.fixture
+def indexnow_settings(settings: Any) -> Any:
+    """Change ``INDEXNOW`` keys for one test: ``indexnow_settings(DRY_RUN=True)``."""
+
+    def apply(**changes: Any) -> dict[str, Any]:
+        settings.INDEXNOW = {**settings.INDEXNOW, **changes}
+        return settings.INDEXNOW
+
+    return apply
+
+
+@pytest.fixture
+def redis_url() -> str:
+    return services.ensure_redis()
+
+
+@pytest.fixture
+def redis_conn(redis_url: str) -> Iterator[redis.Redis]:
+    """A connection to the queue database, flushed before and after the test."""
+    conn = redis.Redis.from_url(f"{redis_url}/0")
+    conn.flushdb()
+    yield conn
+    conn.flushdb()
+    conn.close()
+
+
+__all__ = ["override_settings"]

@@ -1,0 +1,112 @@
+"""Real services for the test suite: a redis-server and a loopback engine.
+
+Both are started once, by the pytest process, when ``tests.settings`` is first
+imported, and their addresses are exported in the environment so that worker
+processes started by the tests (which import the same settings) reach the same
+Redis and post to the same engine, where the tests read what arrived.
+
+``REDIS_URL`` set by the caller wins: then no redis-server is started.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from indexnow_django.testing import LoopbackEngine
+
+_engine: LoopbackEngine | None = None
+_redis_proc: subprocess.Popen[bytes] | None = None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start_redis() -> str:
+    global _redis_proc
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError(
+            "The test suite needs Redis: install redis-server (apt-get install redis-server) "
+            "or set REDIS_URL to a Redis it may flush."
+        )
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="indexnow-redis-")
+    _redis_proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", workdir, "--loglevel", "warning"],
+        stdout=subprocess.DEVNULL,
+    )
+    atexit.register(_stop_redis)
+    url = f"redis://127.0.0.1:{port}"
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            redis.Redis.from_url(url).ping()
+            return url
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _stop_redis() -> None:
+    if _redis_proc is not None and _redis_proc.poll() is None:
+        _redis_proc.terminate()
+        _redis_proc.wait(5)
+
+
+def ensure_redis() -> str:
+    """The Redis URL (no db part) the suite uses, starting a redis-server if needed."""
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        url = _start_redis()
+        os.environ["REDIS_URL"] = url
+    return url.rstrip("/")
+
+
+def redis_is_ours() -> bool:
+    """True when the suite started its own redis-server (and may stop it)."""
+    return _redis_proc is not None
+
+
+def redis_process() -> subprocess.Popen[bytes] | None:
+    return _redis_proc
+
+
+def ensure_engine() -> str:
+    """The loopback engine's endpoint, starting it in this process if no parent did."""
+    global _engine
+    url = os.environ.get("INDEXNOW_TEST_ENGINE_URL")
+    if url:
+        return url
+    _engine = LoopbackEngine().start()
+    os.environ["INDEXNOW_TEST_ENGINE_URL"] = _engine.url
+    return _engine.url
+
+
+def engine() -> LoopbackEngine:
+    """The engine this (pytest) process started."""
+    if _engine is None:
+        raise RuntimeError("the loopback engine runs in the pytest process, not here")
+    return _engine
+
+
+def ensure_database() -> str:
+    """A SQLite file shared by the pytest process and the worker processes it starts."""
+    path = os.environ.get("INDEXNOW_TEST_DB")
+    if not path:
+        path = str(Path(tempfile.mkdtemp(prefix="indexnow-db-")) / "test.sqlite3")
+        os.environ["INDEXNOW_TEST_DB"] = path
+    return path

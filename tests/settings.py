@@ -1,0 +1,76 @@
+"""Settings of the test suite. Worker processes started by tests import them too.
+
+``INDEXNOW_TEST_OVERRIDES`` (JSON) is merged over ``INDEXNOW`` so that a test
+can start a worker with the settings it needs (short retry delays, say).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.services import ensure_database, ensure_engine, ensure_redis
+
+SECRET_KEY = "indexnow-django-tests"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "Europe/Paris"
+ALLOWED_HOSTS = ["*"]
+ROOT_URLCONF = "tests.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = ensure_redis()
+ENGINE_URL = ensure_engine()
+_DB = ensure_database()
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.sitemaps",
+    "django_rq",
+    "indexnow_django",
+    "tests.testapp",
+]
+
+MIDDLEWARE = [
+    "indexnow_django.middleware.IndexNowMiddleware",
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": _DB,
+        "TEST": {"NAME": _DB},
+        "OPTIONS": {"timeout": 20},
+    }
+}
+
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # A cache the pytest process and its workers share.
+    "shared": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": f"{REDIS_URL}/1"},
+}
+
+RQ_QUEUES = {
+    "default": {"URL": f"{REDIS_URL}/0", "DEFAULT_TIMEOUT": 60},
+}
+
+RQ = {
+    "WORKER_CLASS": "indexnow_django.worker.Worker",
+}
+
+INDEXNOW = {
+    "KEY": "test-key-0123456789",
+    "BASE_URL": "https://www.example.com",
+    "ENGINES": [ENGINE_URL],
+    "DISPATCH": "sync",
+    "HTTP": {"TIMEOUT": 3},
+}
+INDEXNOW.update(json.loads(os.environ.get("INDEXNOW_TEST_OVERRIDES", "{}")))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"indexnow_django": {"handlers": ["console"], "level": "INFO"}},
+}

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class Category(models.Model):
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(unique=True)
+
+    def get_absolute_url(self) -> str:
+        return f"/category/{self.slug}/"
+
+
+class Tag(models.Model):
+    name = models.CharField(max_length=50)
+
+
+class Post(models.Model):
+    DRAFT = "draft"
+    PUBLISHED = "published"
+
+    title = models.CharField(max_length=200)
+    slug = models.SlugField()
+    body = models.TextField(blank=True)
+    status = models.CharField(max_length=20, default=DRAFT)
+    published_at = models.DateTimeField(null=True, blank=True)
+    views = models.PositiveIntegerField(default=0)
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL)
+    tags = models.ManyToManyField(Tag, blank=True)
+
+    def get_absolute_url(self) -> str:
+        return f"/posts/{self.slug}/"
+
+
+class Page(models.Model):
+    """A model with every default: each save of it is submitted."""
+
+    path = models.CharField(max_length=200)
+
+    def get_absolute_url(self) -> str:
+        return self.path
+
+
+class Untracked(models.Model):
+    """Never registered: the baseline for benchmarks."""
+
+    title = models.CharField(max_length=200)
+    slug = models.SlugField()

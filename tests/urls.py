@@ -1,0 +1,8 @@
+from django.urls import include, path
+
+from tests.testapp import views
+
+urlpatterns = [
+    path("", include("indexnow_django.urls")),
+    path("posts/<int:pk>/save/", views.save_post, name="save-post"),
+]
