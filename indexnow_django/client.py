@@ -98,13 +98,17 @@ class RetryPolicy:
     server_error_delay: float = 5
 
     def delay(
-        self, status: int | None, attempt: int, retry_after: str | None = None, now: float | None = None
+        self,
+        status: int | None,
+        attempt: int,
+        retry_after: str | None = None,
+        now: float | None = None,
     ) -> float:
         """Seconds to wait before attempt ``attempt + 1``.
 
         ``Retry-After`` (seconds or an HTTP date) wins when present and valid;
-        otherwise ``BASE_DELAY × MULTIPLIER^(attempt-1)`` for 429 and
-        ``SERVER_ERROR_DELAY × MULTIPLIER^(attempt-1)`` for everything else.
+        otherwise ``BASE_DELAY * MULTIPLIER**(attempt-1)`` for 429 and
+        ``SERVER_ERROR_DELAY * MULTIPLIER**(attempt-1)`` for everything else.
         Always capped at ``max_delay`` and never negative.
         """
         parsed = parse_retry_after(retry_after, now=now)
@@ -240,24 +244,36 @@ class IndexNowClient:
         started = time.monotonic()
         try:
             response = self.session.post(
-                engine.endpoint, data=body, headers=headers, timeout=self.timeout, allow_redirects=False
+                engine.endpoint,
+                data=body,
+                headers=headers,
+                timeout=self.timeout,
+                allow_redirects=False,
             )
         except requests.Timeout:
             return PostResult(
-                engine, host, urls, Outcome.RETRY, None,
+                engine,
+                host,
+                urls,
+                Outcome.RETRY,
+                None,
                 f"{engine.name}: no answer within {self.timeout:g}s (timeout)",
                 elapsed=time.monotonic() - started,
             )
         except requests.RequestException as exc:
             return PostResult(
-                engine, host, urls, Outcome.RETRY, None,
+                engine,
+                host,
+                urls,
+                Outcome.RETRY,
+                None,
                 f"{engine.name}: network error: {_excerpt(str(exc))}",
                 elapsed=time.monotonic() - started,
             )
         elapsed = time.monotonic() - started
         try:
             text = response.text
-        except Exception:  # noqa: BLE001 - a body that cannot be decoded is still an answer
+        except Exception:
             text = ""
         outcome = classify(response.status_code, text)
         reason = _REASONS.get(response.status_code, response.reason or "")

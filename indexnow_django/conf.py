@@ -143,7 +143,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _unknown(name: str, value: Mapping[str, Any], allowed: Mapping[str, Any], problems: list[Problem]) -> None:
+def _unknown(
+    name: str, value: Mapping[str, Any], allowed: Mapping[str, Any], problems: list[Problem]
+) -> None:
     for sub in value:
         if sub not in allowed:
             close = difflib.get_close_matches(str(sub), list(allowed), n=1)
@@ -174,7 +176,7 @@ def _sites_domain() -> str | None:
         from django.contrib.sites.models import Site
 
         domain: str = Site.objects.get_current().domain
-    except Exception:  # noqa: BLE001 - no table yet, no SITE_ID, no database
+    except Exception:
         return None
     return domain or None
 
@@ -189,7 +191,8 @@ def validate(raw: Any = None) -> list[Problem]:
             Problem(
                 "indexnow.E001",
                 "settings.INDEXNOW is missing.",
-                'Add INDEXNOW = {"KEY": "...", "BASE_URL": "https://www.example.com"} to your settings; '
+                'Add INDEXNOW = {"KEY": "...", "BASE_URL": "https://www.example.com"} '
+                "to your settings; "
                 "manage.py indexnow_key prints a new key.",
             )
         ]
@@ -296,7 +299,9 @@ def validate(raw: Any = None) -> list[Problem]:
                             )
                         )
                         continue
-                    _unknown(f"HOSTS'][{host!r}", options, {"KEY": None, "KEY_LOCATION": None}, problems)
+                    _unknown(
+                        f"HOSTS'][{host!r}", options, {"KEY": None, "KEY_LOCATION": None}, problems
+                    )
                     hkey = options.get("KEY")
                     if hkey is not None and (not isinstance(hkey, str) or not KEY_RE.match(hkey)):
                         problems.append(
@@ -342,14 +347,18 @@ def validate(raw: Any = None) -> list[Problem]:
     for flag in ("ENABLED", "DRY_RUN"):
         if not isinstance(conf[flag], bool):
             problems.append(
-                Problem("indexnow.E010", f"INDEXNOW[{flag!r}] must be True or False, not {conf[flag]!r}.")
+                Problem(
+                    "indexnow.E010",
+                    f"INDEXNOW[{flag!r}] must be True or False, not {conf[flag]!r}.",
+                )
             )
 
     if conf["DISPATCH"] not in DISPATCH_MODES:
         problems.append(
             Problem(
                 "indexnow.E011",
-                f"INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', not {conf['DISPATCH']!r}.",
+                "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', "
+                f"not {conf['DISPATCH']!r}.",
             )
         )
 
@@ -391,17 +400,23 @@ def validate(raw: Any = None) -> list[Problem]:
                     "indexnow.E014",
                     f"INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] "
                     f"{queue['NAME']!r} is not in RQ_QUEUES.",
-                    f"Add {queue['NAME']!r} to RQ_QUEUES, or set INDEXNOW['QUEUE']['NAME'] to one of: "
+                    f"Add {queue['NAME']!r} to RQ_QUEUES, "
+                    "or set INDEXNOW['QUEUE']['NAME'] to one of: "
                     f"{', '.join(rq_queues) or '(none configured)'}.",
                 )
             )
 
     retry = conf["RETRY"]
-    if not isinstance(retry["MAX_ATTEMPTS"], int) or isinstance(retry["MAX_ATTEMPTS"], bool) or retry["MAX_ATTEMPTS"] < 1:
+    if (
+        not isinstance(retry["MAX_ATTEMPTS"], int)
+        or isinstance(retry["MAX_ATTEMPTS"], bool)
+        or retry["MAX_ATTEMPTS"] < 1
+    ):
         problems.append(
             Problem(
                 "indexnow.E015",
-                f"INDEXNOW['RETRY']['MAX_ATTEMPTS'] must be a whole number >= 1, not {retry['MAX_ATTEMPTS']!r}.",
+                "INDEXNOW['RETRY']['MAX_ATTEMPTS'] must be a whole number >= 1, "
+                f"not {retry['MAX_ATTEMPTS']!r}.",
             )
         )
     for sub in ("BASE_DELAY", "MAX_DELAY", "SERVER_ERROR_DELAY"):
@@ -409,19 +424,25 @@ def validate(raw: Any = None) -> list[Problem]:
             problems.append(
                 Problem(
                     "indexnow.E015",
-                    f"INDEXNOW['RETRY'][{sub!r}] must be a number of seconds >= 0, not {retry[sub]!r}.",
+                    f"INDEXNOW['RETRY'][{sub!r}] must be a number of seconds >= 0, "
+                    f"not {retry[sub]!r}.",
                 )
             )
     if not _is_number(retry["MULTIPLIER"]) or retry["MULTIPLIER"] < 1:
         problems.append(
             Problem(
                 "indexnow.E015",
-                f"INDEXNOW['RETRY']['MULTIPLIER'] must be a number >= 1, not {retry['MULTIPLIER']!r}.",
+                "INDEXNOW['RETRY']['MULTIPLIER'] must be a number >= 1, "
+                f"not {retry['MULTIPLIER']!r}.",
             )
         )
 
     max_urls = conf["BATCH"]["MAX_URLS"]
-    if not isinstance(max_urls, int) or isinstance(max_urls, bool) or not 1 <= max_urls <= MAX_BATCH_SIZE:
+    if (
+        not isinstance(max_urls, int)
+        or isinstance(max_urls, bool)
+        or not 1 <= max_urls <= MAX_BATCH_SIZE
+    ):
         problems.append(
             Problem(
                 "indexnow.E016",
@@ -482,7 +503,8 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
             hosts[host] = HostConfig(
                 host,
                 options.get("KEY") or key,
-                options.get("KEY_LOCATION") or (None if options.get("KEY") else conf["KEY_LOCATION"]),
+                options.get("KEY_LOCATION")
+                or (None if options.get("KEY") else conf["KEY_LOCATION"]),
             )
     retry = conf["RETRY"]
     return IndexNowSettings(
@@ -522,7 +544,7 @@ def get_settings() -> IndexNowSettings:
         if problems:
             details = "; ".join(f"{p.msg} ({p.id})" for p in problems)
             raise IndexNowConfigError(f"settings.INDEXNOW is invalid: {details}")
-        _cache = _build(django_settings.INDEXNOW)
+        _cache = _build(getattr(django_settings, "INDEXNOW", {}))
     return _cache
 
 
@@ -537,5 +559,12 @@ def is_enabled() -> bool:
 def clear_cache(**kwargs: Any) -> None:
     """Forget the cached settings (connected to ``setting_changed``)."""
     global _cache
-    if kwargs.get("setting") in (None, "INDEXNOW", "RQ_QUEUES", "CACHES", "SITE_ID", "INSTALLED_APPS"):
+    if kwargs.get("setting") in (
+        None,
+        "INDEXNOW",
+        "RQ_QUEUES",
+        "CACHES",
+        "SITE_ID",
+        "INSTALLED_APPS",
+    ):
         _cache = None

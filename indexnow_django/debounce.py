@@ -78,7 +78,7 @@ class DebounceStore:
             for key in keys:
                 pipe.set(cache.make_and_validate_key(key), PENDING, nx=True, ex=self.claim_ttl)
             won = pipe.execute()
-            return [url for url, ok in zip(keys.values(), won) if ok]
+            return [url for url, ok in zip(keys.values(), won, strict=True) if ok]
         present = cache.get_many(list(keys))
         free = {key: url for key, url in keys.items() if key not in present}
         if free:

@@ -72,7 +72,9 @@ class DeliveryReport:
         self.dropped.extend(other.dropped)
 
 
-def clean_urls(urls: Iterable[str], conf: IndexNowSettings) -> tuple[list[str], list[tuple[str, str]]]:
+def clean_urls(
+    urls: Iterable[str], conf: IndexNowSettings
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Normalize ``urls`` against the settings; warn once about the dropped ones."""
     result = normalize_urls(urls, conf.base_url, conf.hosts)
     if result.rejected:
@@ -92,7 +94,9 @@ def make_client(conf: IndexNowSettings) -> IndexNowClient:
 
 
 def make_debounce(conf: IndexNowSettings) -> DebounceStore:
-    return DebounceStore(conf.debounce_cache, conf.debounce_ttl, claim_ttl=int(conf.http_timeout * 2) + 30)
+    return DebounceStore(
+        conf.debounce_cache, conf.debounce_ttl, claim_ttl=int(conf.http_timeout * 2) + 30
+    )
 
 
 def deliver_now(

@@ -3,21 +3,39 @@
 :class:`LoopbackEngine` is a real HTTP server on 127.0.0.1 that stands in for
 the IndexNow engines: point ``INDEXNOW["ENGINES"]`` at :attr:`LoopbackEngine.url`,
 script its answers, and read back every request it received. It is the engine
-this project's own test suite and demo use. No Django import.
+this project's own test suite and demo use.
+
+:func:`capture_submissions` records what the code under test submits (the URLs
+each unit of work flushes), instead of queuing or sending them, the way
+``django.core.mail.outbox`` records mail.
+
+Importing this module imports no Django code; :func:`capture_submissions`
+does when it is called.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["EngineRequest", "LoopbackEngine", "Reply"]
+__all__ = [
+    "EngineRequest",
+    "LoopbackEngine",
+    "Reply",
+    "Submission",
+    "SubmissionOutbox",
+    "capture_submissions",
+]
 
 
 @dataclass(frozen=True)
@@ -25,7 +43,7 @@ class Reply:
     """One scripted answer."""
 
     status: int = 200
-    body: str = ""
+    body: str | bytes = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     #: Seconds to wait before answering (to simulate a hanging engine).
     delay: float = 0.0
@@ -56,7 +74,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _handle(self) -> None:
@@ -69,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
         reply = engine._next_reply(request)
         if reply.delay:
             engine._wait(reply.delay)
-        payload = reply.body.encode("utf-8")
+        payload = reply.body if isinstance(reply.body, bytes) else reply.body.encode("utf-8")
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
@@ -126,7 +144,9 @@ class LoopbackEngine:
         return f"http://127.0.0.1:{self.port}/indexnow"
 
     def start(self) -> LoopbackEngine:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-engine", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="loopback-engine", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -185,3 +205,128 @@ class LoopbackEngine:
 
     def __iter__(self) -> Iterator[EngineRequest]:
         return iter(self.posts)
+
+
+# --- Capturing what a site submits, in its own tests -------------------------
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The URLs one unit of work handed over for delivery (one flush)."""
+
+    #: Absolute and normalized, on the allowed hosts: what engines would receive
+    #: (before the debounce store drops URLs they accepted recently).
+    urls: tuple[str, ...]
+    #: The URLs as the flush gave them (paths included).
+    raw_urls: tuple[str, ...]
+    #: Whether the debounce store was to be ignored (``indexnow_submit --force``).
+    force: bool = False
+
+
+class SubmissionOutbox:
+    """Every :class:`Submission` captured by :func:`capture_submissions`, in order.
+
+    Like ``django.core.mail.outbox``: inspect it after the code under test ran.
+    """
+
+    def __init__(self) -> None:
+        self.submissions: list[Submission] = []
+        self._lock = threading.Lock()
+
+    @property
+    def urls(self) -> list[str]:
+        """Every URL submitted, each once, in the order first submitted."""
+        with self._lock:
+            return list(dict.fromkeys(url for s in self.submissions for url in s.urls))
+
+    @property
+    def paths(self) -> list[str]:
+        """:attr:`urls` without scheme and host (``/blog/hello/``, query kept)."""
+        result = []
+        for url in self.urls:
+            parts = urlsplit(url)
+            result.append(parts.path + (f"?{parts.query}" if parts.query else ""))
+        return list(dict.fromkeys(result))
+
+    def clear(self) -> None:
+        """Forget what was captured so far."""
+        with self._lock:
+            self.submissions.clear()
+
+    def _record(self, submission: Submission) -> None:
+        with self._lock:
+            self.submissions.append(submission)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self.submissions)
+
+    def __iter__(self) -> Iterator[Submission]:
+        with self._lock:
+            return iter(list(self.submissions))
+
+    def __getitem__(self, index: int) -> Submission:
+        with self._lock:
+            return self.submissions[index]
+
+    def __repr__(self) -> str:
+        return f"<SubmissionOutbox submissions={len(self)} urls={self.urls!r}>"
+
+
+def _normalized(urls: Sequence[str]) -> tuple[str, ...]:
+    """``urls`` as delivery would send them; as given when the settings are unusable."""
+    from .conf import get_settings
+    from .exceptions import IndexNowConfigError
+    from .normalize import normalize_urls
+
+    try:
+        conf = get_settings()
+    except IndexNowConfigError:
+        return tuple(urls)
+    return tuple(normalize_urls(urls, conf.base_url, conf.hosts).valid)
+
+
+@contextlib.contextmanager
+def capture_submissions(*, deliver: bool = False) -> Iterator[SubmissionOutbox]:
+    """Record what the code in the block submits, instead of queuing or sending it.
+
+    Every flush of a unit of work (a request through the middleware, a
+    management command, ``batch()``, ``submit()``) that happens while the block
+    runs, in any thread, is appended to the returned outbox::
+
+        with capture_submissions() as outbox:
+            client.post("/admin/blog/post/1/change/", data)
+        assert outbox.urls == ["https://www.example.com/blog/hello/"]
+
+    Nothing is enqueued or sent unless ``deliver=True``, which passes each
+    flush on to the real dispatch after recording it. URLs produced inside a
+    transaction are flushed when it commits: in a Django ``TestCase``, keep the
+    ``captureOnCommitCallbacks(execute=True)`` block inside this one.
+    """
+    from . import dispatch as dispatch_module
+
+    outbox = SubmissionOutbox()
+    original: Callable[..., None] = dispatch_module.dispatch
+
+    def capture(urls: Sequence[str], *args: Any, **kwargs: Any) -> None:
+        urls = [str(url) for url in urls]
+        outbox._record(Submission(_normalized(urls), tuple(urls), bool(kwargs.get("force", False))))
+        if deliver:
+            original(urls, *args, **kwargs)
+
+    # dispatch() is looked up where it is called; modules of the package that
+    # imported the function by name get the stand-in too.
+    swapped: list[tuple[ModuleType, str]] = []
+    for name, module in list(sys.modules.items()):
+        if module is None or name.partition(".")[0] != "indexnow_django":
+            continue
+        for attr, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, attr, capture)
+                swapped.append((module, attr))
+    try:
+        yield outbox
+    finally:
+        for module, attr in swapped:
+            if getattr(module, attr, None) is capture:
+                setattr(module, attr, original)

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_safe
 
 from .conf import get_settings
 from .exceptions import IndexNowConfigError
-from .normalize import InvalidURL, normalize_host
+from .normalize import normalize_host
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +27,14 @@ def key_file(request: HttpRequest, key: str) -> HttpResponse:
     try:
         conf = get_settings()
     except IndexNowConfigError:
-        logger.warning("IndexNow key file requested but settings.INDEXNOW is invalid; answering 404")
+        logger.warning(
+            "IndexNow key file requested but settings.INDEXNOW is invalid; answering 404"
+        )
         raise Http404("No key file") from None
     expected = conf.key
     try:
         host_conf = conf.host_config(normalize_host(request.get_host()))
-    except (InvalidURL, Exception):  # noqa: BLE001 - DisallowedHost and friends: use the main key
+    except Exception:  # DisallowedHost, a malformed Host header: serve the main key
         host_conf = None
     if host_conf is not None:
         expected = host_conf.key

@@ -33,6 +33,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child: ask Linux to stop the server when the test process dies, however it dies."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _start_redis() -> str:
     global _redis_proc
     binary = shutil.which("redis-server")
@@ -44,9 +55,24 @@ def _start_redis() -> str:
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="indexnow-redis-")
     _redis_proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--loglevel", "warning"],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+            "--loglevel",
+            "warning",
+        ],
         stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 - the suite is single-threaded at this point
     )
     atexit.register(_stop_redis)
     url = f"redis://127.0.0.1:{port}"

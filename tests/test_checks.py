@@ -1,0 +1,302 @@
+"""System checks for settings.INDEXNOW: every id with its whole message."""
+
+import pytest
+from django.core import checks
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+
+from indexnow_django.checks import check_settings
+from indexnow_django.conf import get_settings
+from indexnow_django.exceptions import IndexNowConfigError
+
+VALID = {"KEY": "test-key-0123456789", "BASE_URL": "https://www.example.com"}
+KEY_HINT = "manage.py indexnow_key prints a new random key."
+
+
+def errors_for(settings, value, **extra):
+    settings.INDEXNOW = value
+    for name, setting in extra.items():
+        setattr(settings, name, setting)
+    return check_settings()
+
+
+def test_valid_settings_have_no_errors(settings):
+    assert errors_for(settings, VALID) == []
+
+
+def test_missing_setting(settings):
+    del settings.INDEXNOW
+    assert check_settings() == [
+        checks.Error(
+            "settings.INDEXNOW is missing.",
+            hint='Add INDEXNOW = {"KEY": "...", "BASE_URL": "https://www.example.com"} to your settings; '
+            "manage.py indexnow_key prints a new key.",
+            id="indexnow.E001",
+        )
+    ]
+
+
+def test_not_a_dict(settings):
+    assert errors_for(settings, ["KEY"]) == [
+        checks.Error(
+            "settings.INDEXNOW must be a dict, not list.",
+            hint='Use INDEXNOW = {"KEY": "...", "BASE_URL": "https://www.example.com"}.',
+            id="indexnow.E001",
+        )
+    ]
+
+
+def test_unknown_key_suggests_the_right_one(settings):
+    assert errors_for(settings, {**VALID, "ENGINE": ["bing"]}) == [
+        checks.Error(
+            "INDEXNOW has an unknown key 'ENGINE'.",
+            hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
+            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP.",
+            id="indexnow.E002",
+        )
+    ]
+
+
+def test_unknown_nested_key(settings):
+    assert errors_for(settings, {**VALID, "RETRY": {"MAX_ATTEMPT": 2}}) == [
+        checks.Error(
+            "INDEXNOW['RETRY'] has an unknown key 'MAX_ATTEMPT'.",
+            hint="Did you mean 'MAX_ATTEMPTS'? Allowed keys: MAX_ATTEMPTS, BASE_DELAY, MULTIPLIER, "
+            "MAX_DELAY, SERVER_ERROR_DELAY.",
+            id="indexnow.E002",
+        )
+    ]
+
+
+def test_missing_key(settings):
+    assert errors_for(settings, {"BASE_URL": "https://www.example.com"}) == [
+        checks.Error("INDEXNOW['KEY'] is required.", hint=KEY_HINT, id="indexnow.E003")
+    ]
+
+
+@pytest.mark.parametrize(
+    "key", ["short", "x" * 129, "has space in it", "under_score_key", 12345678]
+)
+def test_malformed_key(settings, key):
+    assert errors_for(settings, {**VALID, "KEY": key}) == [
+        checks.Error(
+            "INDEXNOW['KEY'] must be 8 to 128 characters of A-Z, a-z, 0-9 and '-'.",
+            hint=KEY_HINT,
+            id="indexnow.E004",
+        )
+    ]
+
+
+def test_bad_key_location(settings):
+    assert errors_for(settings, {**VALID, "KEY_LOCATION": "/static/key.txt"}) == [
+        checks.Error(
+            "INDEXNOW['KEY_LOCATION'] must be an absolute http(s) URL or None.",
+            hint="For example 'https://www.example.com/static/<KEY>.txt'.",
+            id="indexnow.E005",
+        )
+    ]
+
+
+def test_missing_base_url_without_sites(settings):
+    assert errors_for(settings, {"KEY": VALID["KEY"]}) == [
+        checks.Error(
+            "INDEXNOW['BASE_URL'] is required when django.contrib.sites does not give the domain.",
+            hint="Set it to the scheme and host of your site, e.g. 'https://www.example.com'.",
+            id="indexnow.E006",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "base_url", ["www.example.com", "https://www.example.com/blog/", "ftp://x.org"]
+)
+def test_bad_base_url(settings, base_url):
+    assert errors_for(settings, {**VALID, "BASE_URL": base_url}) == [
+        checks.Error(
+            "INDEXNOW['BASE_URL'] must be a scheme and host such as 'https://www.example.com', "
+            f"not {base_url!r}.",
+            hint="Leave out any path, query or fragment.",
+            id="indexnow.E007",
+        )
+    ]
+
+
+def test_bad_hosts(settings):
+    assert errors_for(settings, {**VALID, "HOSTS": "www.example.com"}) == [
+        checks.Error(
+            "INDEXNOW['HOSTS'] must be a list of host names or a dict "
+            "{host: {'KEY': ..., 'KEY_LOCATION': ...}}.",
+            id="indexnow.E008",
+        )
+    ]
+    assert errors_for(settings, {**VALID, "HOSTS": ["https://www.example.com/"]}) == [
+        checks.Error(
+            "INDEXNOW['HOSTS'] has an invalid host 'https://www.example.com/'.",
+            hint="Give bare host names such as 'www.example.com' (no scheme, no path).",
+            id="indexnow.E008",
+        )
+    ]
+
+
+def test_bad_per_host_key(settings):
+    value = {**VALID, "HOSTS": {"www.example.com": {}, "blog.example.com": {"KEY": "bad key"}}}
+    assert errors_for(settings, value) == [
+        checks.Error(
+            "INDEXNOW['HOSTS']['blog.example.com']['KEY'] must be 8 to 128 characters of A-Z, a-z, "
+            "0-9 and '-'.",
+            hint=KEY_HINT,
+            id="indexnow.E004",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("engines", "message"),
+    [
+        ("bing", "INDEXNOW['ENGINES'] must be a non-empty list of engine names or endpoint URLs."),
+        ([], "INDEXNOW['ENGINES'] must be a non-empty list of engine names or endpoint URLs."),
+        (
+            ["google"],
+            "INDEXNOW['ENGINES'] has an invalid entry: 'google' is neither a known engine "
+            "(indexnow, bing, yandex, naver, seznam, yep) nor an http(s) URL.",
+        ),
+    ],
+)
+def test_bad_engines(settings, engines, message):
+    assert errors_for(settings, {**VALID, "ENGINES": engines}) == [
+        checks.Error(
+            message,
+            hint="Known names: indexnow, bing, yandex, naver, seznam, yep.",
+            id="indexnow.E009",
+        )
+    ]
+
+
+def test_flags_must_be_booleans(settings):
+    assert errors_for(settings, {**VALID, "ENABLED": "no"}) == [
+        checks.Error("INDEXNOW['ENABLED'] must be True or False, not 'no'.", id="indexnow.E010")
+    ]
+
+
+def test_bad_dispatch(settings):
+    assert errors_for(settings, {**VALID, "DISPATCH": "celery"}) == [
+        checks.Error(
+            "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', not 'celery'.",
+            id="indexnow.E011",
+        )
+    ]
+
+
+def test_nested_value_must_be_a_dict(settings):
+    assert errors_for(settings, {**VALID, "RETRY": 3}) == [
+        checks.Error(
+            "INDEXNOW['RETRY'] must be a dict, not int.",
+            hint="Allowed keys: MAX_ATTEMPTS, BASE_DELAY, MULTIPLIER, MAX_DELAY, SERVER_ERROR_DELAY.",
+            id="indexnow.E012",
+        )
+    ]
+
+
+def test_bad_queue_options(settings):
+    assert errors_for(settings, {**VALID, "QUEUE": {"DELAY": -1, "TIMEOUT": "60"}}) == [
+        checks.Error(
+            "INDEXNOW['QUEUE']['DELAY'] must be a number of seconds >= 0, not -1.",
+            id="indexnow.E013",
+        ),
+        checks.Error(
+            "INDEXNOW['QUEUE']['TIMEOUT'] must be a number of seconds >= 1, not '60'.",
+            id="indexnow.E013",
+        ),
+    ]
+
+
+def test_queue_dispatch_needs_the_queue_in_rq_queues(settings):
+    value = {**VALID, "DISPATCH": "queue", "QUEUE": {"NAME": "indexnow"}}
+    assert errors_for(settings, value) == [
+        checks.Error(
+            "INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] 'indexnow' is not in RQ_QUEUES.",
+            hint="Add 'indexnow' to RQ_QUEUES, or set INDEXNOW['QUEUE']['NAME'] to one of: default.",
+            id="indexnow.E014",
+        )
+    ]
+
+
+def test_non_numeric_retry_values(settings):
+    value = {**VALID, "RETRY": {"MAX_ATTEMPTS": 0, "BASE_DELAY": "60", "MULTIPLIER": 0.5}}
+    assert errors_for(settings, value) == [
+        checks.Error(
+            "INDEXNOW['RETRY']['MAX_ATTEMPTS'] must be a whole number >= 1, not 0.",
+            id="indexnow.E015",
+        ),
+        checks.Error(
+            "INDEXNOW['RETRY']['BASE_DELAY'] must be a number of seconds >= 0, not '60'.",
+            id="indexnow.E015",
+        ),
+        checks.Error(
+            "INDEXNOW['RETRY']['MULTIPLIER'] must be a number >= 1, not 0.5.", id="indexnow.E015"
+        ),
+    ]
+
+
+@pytest.mark.parametrize("max_urls", [0, 10_001, "100", True])
+def test_max_urls_outside_range(settings, max_urls):
+    assert errors_for(settings, {**VALID, "BATCH": {"MAX_URLS": max_urls}}) == [
+        checks.Error(
+            f"INDEXNOW['BATCH']['MAX_URLS'] must be a whole number from 1 to 10000, not {max_urls!r}.",
+            hint="The IndexNow protocol accepts at most 10,000 URLs per request.",
+            id="indexnow.E016",
+        )
+    ]
+
+
+def test_unknown_cache_alias_and_bad_ttl(settings):
+    assert errors_for(settings, {**VALID, "DEBOUNCE": {"CACHE": "redis", "TTL": -5}}) == [
+        checks.Error(
+            "INDEXNOW['DEBOUNCE']['CACHE'] is 'redis', which is not in CACHES.",
+            hint="Use one of: 'default', 'shared'.",
+            id="indexnow.E017",
+        ),
+        checks.Error(
+            "INDEXNOW['DEBOUNCE']['TTL'] must be a whole number of seconds >= 0, not -5.",
+            hint="0 disables debouncing.",
+            id="indexnow.E017",
+        ),
+    ]
+
+
+def test_bad_http_timeout(settings):
+    assert errors_for(settings, {**VALID, "HTTP": {"TIMEOUT": 0}}) == [
+        checks.Error(
+            "INDEXNOW['HTTP']['TIMEOUT'] must be a number of seconds > 0, not 0.",
+            id="indexnow.E018",
+        )
+    ]
+
+
+def test_manage_py_check_reports_errors(settings):
+    settings.INDEXNOW = {**VALID, "KEY": "bad"}
+    with pytest.raises(SystemCheckError, match=r"indexnow\.E004"):
+        call_command("check")
+
+
+def test_runtime_refuses_invalid_settings_with_the_same_message(settings):
+    settings.INDEXNOW = {**VALID, "DISPATCH": "later"}
+    with pytest.raises(
+        IndexNowConfigError, match=r"'auto', 'queue', 'sync', not 'later'.*indexnow.E011"
+    ):
+        get_settings()
+
+
+def test_user_dict_is_not_mutated(settings):
+    value = {**VALID, "RETRY": {"MAX_ATTEMPTS": 5}}
+    settings.INDEXNOW = value
+    conf = get_settings()
+    assert conf.retry.max_attempts == 5 and conf.retry.base_delay == 60
+    assert value == {**VALID, "RETRY": {"MAX_ATTEMPTS": 5}}
+
+
+def test_override_settings_takes_effect_without_restart(settings):
+    settings.INDEXNOW = VALID
+    assert get_settings().max_urls == 10_000
+    settings.INDEXNOW = {**VALID, "BATCH": {"MAX_URLS": 5}}
+    assert get_settings().max_urls == 5

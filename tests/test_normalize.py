@@ -1,0 +1,99 @@
+import pytest
+
+from indexnow_django.normalize import (
+    InvalidURL,
+    normalize_host,
+    normalize_url,
+    normalize_urls,
+)
+
+BASE = "https://www.example.com"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("/a/", "https://www.example.com/a/"),
+        ("a/b", "https://www.example.com/a/b"),
+        ("HTTPS://WWW.Example.COM/Path/", "https://www.example.com/Path/"),
+        ("https://www.example.com:443/x", "https://www.example.com/x"),
+        ("http://www.example.com:80/x", "http://www.example.com/x"),
+        ("https://www.example.com:8443/x", "https://www.example.com:8443/x"),
+        ("https://www.example.com/x#section", "https://www.example.com/x"),
+        ("https://www.example.com/x?b=2&a=1", "https://www.example.com/x?b=2&a=1"),
+        ("https://www.example.com", "https://www.example.com/"),
+        ("https://bücher.example/straße", "https://xn--bcher-kva.example/straße"),
+        ("  /padded/  ", "https://www.example.com/padded/"),
+    ],
+)
+def test_normalize_url(raw, expected):
+    assert normalize_url(raw, BASE) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("", "empty URL"),
+        ("   ", "empty URL"),
+        ("ftp://www.example.com/a", "scheme 'ftp' is not http or https"),
+        ("mailto:someone@example.com", "scheme 'mailto' is not http or https"),
+        ("https:///nohost", "no host"),
+        ("https://www.example.com/" + "a" * 2048, "longer than 2048 characters"),
+    ],
+)
+def test_invalid_urls_say_why(raw, reason):
+    with pytest.raises(InvalidURL, match=reason.replace("(", r"\(")):
+        normalize_url(raw, BASE)
+
+
+def test_relative_url_without_base_is_invalid():
+    with pytest.raises(InvalidURL, match="no base URL"):
+        normalize_url("/a/")
+
+
+def test_url_of_exactly_2048_characters_is_kept():
+    url = "https://www.example.com/" + "a" * (2048 - len("https://www.example.com/"))
+    assert normalize_url(url) == url
+
+
+def test_normalize_urls_dedupes_filters_and_keeps_order():
+    result = normalize_urls(
+        [
+            "/b/",
+            "/a/",
+            "https://WWW.EXAMPLE.COM/b/#top",
+            "https://evil.example/x",
+            "javascript:alert(1)",
+        ],
+        BASE,
+        {"www.example.com"},
+    )
+    assert result.valid == ["https://www.example.com/b/", "https://www.example.com/a/"]
+    assert result.rejected == [
+        ("https://evil.example/x", "host 'evil.example' is not in INDEXNOW['HOSTS']"),
+        ("javascript:alert(1)", "scheme 'javascript' is not http or https"),
+    ]
+
+
+def test_empty_list():
+    result = normalize_urls([], BASE, {"www.example.com"})
+    assert result.valid == [] and result.rejected == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Example.COM", "example.com"),
+        ("example.com:443", "example.com"),
+        ("example.com:8000", "example.com:8000"),
+        ("bücher.example", "xn--bcher-kva.example"),
+    ],
+)
+def test_normalize_host(raw, expected):
+    assert normalize_host(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["", "https://example.com", "example.com/path"])
+def test_normalize_host_rejects_non_hosts(raw):
+    with pytest.raises(InvalidURL):
+        normalize_host(raw)
