@@ -166,19 +166,28 @@ def _check_abs_url(value: Any) -> bool:
     return parts.scheme in {"http", "https"} and bool(parts.hostname)
 
 
-def _sites_domain() -> str | None:
-    """The current ``django.contrib.sites`` domain, when that app is installed."""
+def _sites_installed() -> bool:
     from django.apps import apps
 
-    if not apps.is_installed("django.contrib.sites"):
-        return None
-    try:
-        from django.contrib.sites.models import Site
+    return apps.is_installed("django.contrib.sites")
 
+
+def _sites_domain() -> str:
+    """The current ``django.contrib.sites`` domain (a database query, cached by Django)."""
+    from django.contrib.sites.models import Site
+
+    try:
         domain: str = Site.objects.get_current().domain
-    except Exception:
-        return None
-    return domain or None
+    except Exception as exc:
+        raise IndexNowConfigError(
+            "INDEXNOW['BASE_URL'] is not set and django.contrib.sites could not give the "
+            f"current domain ({exc}). Set BASE_URL, or SITE_ID and the Site's domain."
+        ) from exc
+    if not domain:
+        raise IndexNowConfigError(
+            "INDEXNOW['BASE_URL'] is not set and the current Site has no domain."
+        )
+    return domain
 
 
 def validate(raw: Any = None) -> list[Problem]:
@@ -246,7 +255,7 @@ def validate(raw: Any = None) -> list[Problem]:
 
     base_url = conf["BASE_URL"]
     if base_url is None:
-        if _sites_domain() is None:
+        if not _sites_installed():
             problems.append(
                 Problem(
                     "indexnow.E006",

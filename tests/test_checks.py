@@ -98,6 +98,7 @@ def test_bad_key_location(settings):
 
 
 def test_missing_base_url_without_sites(settings):
+    settings.INSTALLED_APPS = [app for app in settings.INSTALLED_APPS if app != "django.contrib.sites"]
     assert errors_for(settings, {"KEY": VALID["KEY"]}) == [
         checks.Error(
             "INDEXNOW['BASE_URL'] is required when django.contrib.sites does not give the domain.",
@@ -300,3 +301,27 @@ def test_override_settings_takes_effect_without_restart(settings):
     assert get_settings().max_urls == 10_000
     settings.INDEXNOW = {**VALID, "BATCH": {"MAX_URLS": 5}}
     assert get_settings().max_urls == 5
+
+
+@pytest.mark.django_db
+def test_base_url_from_the_sites_framework(settings):
+    from django.contrib.sites.models import Site
+
+    Site.objects.filter(pk=1).update(domain="News.Example.org")
+    Site.objects.clear_cache()
+    settings.INDEXNOW = {"KEY": VALID["KEY"]}
+    assert check_settings() == []
+    conf = get_settings()
+    assert conf.base_url == "https://news.example.org"
+    assert list(conf.hosts) == ["news.example.org"]
+
+
+@pytest.mark.django_db
+def test_sites_framework_without_a_site_is_a_config_error(settings):
+    from django.contrib.sites.models import Site
+
+    Site.objects.all().delete()
+    Site.objects.clear_cache()
+    settings.INDEXNOW = {"KEY": VALID["KEY"]}
+    with pytest.raises(IndexNowConfigError, match="could not give the current domain"):
+        get_settings()
