@@ -1,0 +1,800 @@
+"""What ``manage.py indexnow_check`` finds: can delivery work with these settings?
+
+:func:`diagnose` gathers :class:`Finding` objects, each marked OK, WARN or
+FAIL, grouped in sections (settings, dispatch, queue, workers, engines, hosts
+and key files, debounce cache, registered models, jobs). The command prints
+them for a person or as JSON for monitoring; delivery can work when there is
+no FAIL (warnings allowed).
+
+Everything here only reads: Redis with short socket timeouts, key files with
+one ``GET`` each. Nothing is ever posted to an engine, and the key is never
+shown in full (:func:`~indexnow_django.conf.mask_key`).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+from django.conf import settings as django_settings
+
+from .client import USER_AGENT
+from .conf import KEY_RE, IndexNowSettings, get_settings, mask_key, validate
+from .exceptions import IndexNowConfigError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "SECTIONS",
+    "Diagnosis",
+    "Finding",
+    "Status",
+    "check_key_file",
+    "diagnose",
+    "quick_redis_connection",
+]
+
+#: Section ids in the order they are shown, with their titles.
+SECTIONS: dict[str, str] = {
+    "settings": "Settings",
+    "dispatch": "Dispatch",
+    "queue": "Queue",
+    "workers": "Workers",
+    "engines": "Engines",
+    "hosts": "Hosts and key files",
+    "debounce": "Debounce cache",
+    "models": "Registered models",
+    "jobs": "Jobs",
+}
+
+#: Seconds to wait for Redis to connect or answer.
+REDIS_TIMEOUT = 2.0
+#: How many workers are listed one by one.
+MAX_WORKERS_SHOWN = 10
+#: How many job ids of a registry are fetched to tell IndexNow jobs from others.
+MAX_JOBS_INSPECTED = 500
+#: How much of a wrong key file is quoted.
+EXCERPT_CHARS = 60
+
+_OWN_JOB_PREFIX = "indexnow_django."
+
+
+class Status(str, enum.Enum):
+    OK = "OK"
+    WARN = "WARN"
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the report."""
+
+    section: str
+    status: Status
+    message: str
+    hint: str | None = None
+    #: Machine-readable details for ``--json``.
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"status": self.status.value, "message": self.message}
+        if self.hint:
+            result["hint"] = self.hint
+        if self.data:
+            result["data"] = dict(self.data)
+        return result
+
+
+@dataclass
+class Diagnosis:
+    """Every finding of one check, in order."""
+
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(
+        self,
+        section: str,
+        status: Status,
+        message: str,
+        hint: str | None = None,
+        **data: Any,
+    ) -> Finding:
+        finding = Finding(section, status, message, hint, data)
+        self.findings.append(finding)
+        return finding
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.status is Status.FAIL]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.status is Status.WARN]
+
+    @property
+    def ok(self) -> bool:
+        """Delivery can work: no FAIL (warnings allowed)."""
+        return not self.failures
+
+    def by_section(self) -> dict[str, list[Finding]]:
+        grouped: dict[str, list[Finding]] = {}
+        for section in SECTIONS:
+            found = [f for f in self.findings if f.section == section]
+            if found:
+                grouped[section] = found
+        return grouped
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "failures": len(self.failures),
+            "warnings": len(self.warnings),
+            "sections": [
+                {
+                    "id": section,
+                    "title": SECTIONS[section],
+                    "findings": [f.as_dict() for f in found],
+                }
+                for section, found in self.by_section().items()
+            ],
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _shown(text: str) -> str:
+    """Quote what a key file answered, masking it when it looks like a key."""
+    stripped = text.strip()
+    if KEY_RE.match(stripped):
+        return f"a different key ({mask_key(stripped)})"
+    if not stripped:
+        return "an empty body"
+    return repr(_excerpt(stripped))
+
+
+def _redis_location(conn: Any) -> str:
+    """``host:port/db`` (or the socket path, or the sentinel service) of a redis-py client."""
+    pool = conn.connection_pool
+    kwargs = pool.connection_kwargs
+    service = getattr(pool, "service_name", None)
+    if service:
+        return f"sentinel service {service}/{kwargs.get('db', 0)}"
+    if kwargs.get("path"):
+        return f"unix:{kwargs['path']}/{kwargs.get('db', 0)}"
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
+def quick_redis_connection(queue_name: str, timeout: float = REDIS_TIMEOUT) -> Any:
+    """A client of the Redis of ``RQ_QUEUES[queue_name]`` that gives up after ``timeout`` seconds.
+
+    No retry: a Redis that does not answer is reported at once.
+    """
+    from django_rq import get_connection
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    config = (getattr(django_settings, "RQ_QUEUES", None) or {})[queue_name]
+    conn = get_connection(queue_name)
+    if "USE_REDIS_CACHE" not in config:
+        # django_rq builds a new client (and pool) per call: adjusting it
+        # touches no connection anything else uses.
+        conn.connection_pool.connection_kwargs.update(
+            socket_connect_timeout=timeout,
+            socket_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+        )
+    return conn
+
+
+def _is_own_job(func_name: str | None) -> bool:
+    return bool(func_name) and str(func_name).startswith(_OWN_JOB_PREFIX)
+
+
+def _count_own_jobs(queue: Any, job_ids: Sequence[str]) -> int | None:
+    """How many of ``job_ids`` are IndexNow jobs; ``None`` when too many to look at."""
+    if len(job_ids) > MAX_JOBS_INSPECTED:
+        return None
+    count = 0
+    jobs = queue.job_class.fetch_many(
+        list(job_ids), connection=queue.connection, serializer=queue.serializer
+    )
+    for job in jobs:
+        if job is None:
+            continue
+        try:
+            name = job.func_name
+        except Exception:
+            continue
+        if _is_own_job(name):
+            count += 1
+    return count
+
+
+# --------------------------------------------------------------------------- key files
+
+
+def check_key_file(
+    url: str, key: str, timeout: float
+) -> tuple[Status, str, str | None, dict[str, Any]]:
+    """Fetch the key file at ``url`` and compare it with ``key``.
+
+    Returns ``(status, message, hint, data)``. Redirects are not followed:
+    engines must find the key itself at the URL they are given.
+    """
+    data: dict[str, Any] = {"url": url}
+    offline_hint = "If this machine cannot reach its own public address, run with --offline."
+    try:
+        response = requests.get(
+            url,
+            timeout=timeout,
+            allow_redirects=False,
+            headers={"User-Agent": USER_AGENT, "Accept": "text/plain"},
+        )
+    except requests.RequestException as exc:
+        data["error"] = str(exc)
+        return (
+            Status.FAIL,
+            f"key file {url} could not be fetched: {_excerpt(str(exc), 200)}",
+            offline_hint,
+            data,
+        )
+    status = response.status_code
+    content_type = response.headers.get("Content-Type", "")
+    body = response.content[:2048].decode("utf-8", errors="replace").lstrip("\ufeff")
+    data.update(http_status=status, content_type=content_type)
+    if 300 <= status < 400:
+        location = urljoin(url, response.headers.get("Location", ""))
+        data["location"] = location
+        return (
+            Status.FAIL,
+            f"key file {url} answered {status}, a redirect to {location}, instead of the key",
+            "Engines do not follow redirects to the key file: serve it at this URL, or set "
+            "KEY_LOCATION to the final URL (on the same host).",
+            data,
+        )
+    if status != 200:
+        return (
+            Status.FAIL,
+            f"key file {url} answered {status} {response.reason or ''}".rstrip()
+            + f" with {_shown(body)}",
+            'Add path("", include("indexnow_django.urls")) to your URLconf, or serve the file '
+            "at KEY_LOCATION. " + offline_hint,
+            data,
+        )
+    text = body.strip()
+    if text == key:
+        if "text/plain" not in content_type.lower():
+            return (
+                Status.WARN,
+                f"key file {url}: 200, matches the key, but is served as "
+                f"{content_type or 'no type'}",
+                "Serve it as text/plain; charset=utf-8.",
+                data,
+            )
+        return Status.OK, f"key file {url}: 200, matches the key", None, data
+    if "html" in content_type.lower() or text.lower().startswith(("<!doctype", "<html", "<")):
+        return (
+            Status.FAIL,
+            f"key file {url} answered 200 with an HTML page ({_excerpt(text)!r}) "
+            "instead of the key",
+            "A catch-all route or a front-end fallback answers this URL: put "
+            'path("", include("indexnow_django.urls")) before it.',
+            data,
+        )
+    return (
+        Status.FAIL,
+        f"key file {url} answered 200 with {_shown(body)} instead of the key {mask_key(key)}",
+        "The file must contain exactly the key (surrounding whitespace is ignored).",
+        data,
+    )
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
+    problems = validate()
+    for problem in problems:
+        diag.add(
+            "settings", Status.FAIL, f"{problem.id}: {problem.msg}", problem.hint, id=problem.id
+        )
+    if problems:
+        return None
+    try:
+        conf = get_settings()
+    except IndexNowConfigError as exc:
+        diag.add("settings", Status.FAIL, str(exc))
+        return None
+    diag.add(
+        "settings",
+        Status.OK,
+        f"settings.INDEXNOW is valid: key {mask_key(conf.key)}, base URL {conf.base_url}",
+        key=mask_key(conf.key),
+        base_url=conf.base_url,
+    )
+    if not conf.enabled:
+        diag.add(
+            "settings",
+            Status.WARN,
+            "ENABLED is False: nothing is collected or sent",
+            "Remove 'ENABLED': False (or set it to True) where pages should be submitted.",
+        )
+    if conf.dry_run:
+        diag.add(
+            "settings",
+            Status.WARN,
+            "DRY_RUN is True: requests to engines are logged, not sent",
+            "Remove 'DRY_RUN': True in production.",
+        )
+    return conf
+
+
+def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> str:
+    mode = conf.resolved_dispatch
+    rq_queues = getattr(django_settings, "RQ_QUEUES", None) or {}
+    if conf.dispatch == "auto":
+        reason = (
+            f"QUEUE['NAME'] {conf.queue_name!r} is in RQ_QUEUES"
+            if mode == "queue"
+            else f"QUEUE['NAME'] {conf.queue_name!r} is not in RQ_QUEUES"
+        )
+        message = f"DISPATCH 'auto' resolved to '{mode}' ({reason})"
+    else:
+        message = f"DISPATCH '{mode}'"
+    if mode == "queue":
+        message += f": each flush becomes a job on queue {conf.queue_name!r}"
+    else:
+        message += (
+            ": URLs are sent by the process that changed them, after the response; no retries"
+        )
+    diag.add("dispatch", Status.OK, message, setting=conf.dispatch, resolved=mode)
+    if mode == "queue" and conf.queue_name not in rq_queues:
+        diag.add(
+            "dispatch",
+            Status.FAIL,
+            f"QUEUE['NAME'] {conf.queue_name!r} is not in RQ_QUEUES",
+            f"Add {conf.queue_name!r} to RQ_QUEUES or set INDEXNOW['QUEUE']['NAME'] to one of: "
+            f"{', '.join(rq_queues) or '(none configured)'}.",
+        )
+    if mode == "queue":
+        from django.apps import apps
+
+        if not apps.is_installed("django_rq"):
+            diag.add(
+                "dispatch",
+                Status.WARN,
+                "django_rq is not in INSTALLED_APPS: manage.py rqworker is not available",
+                'Add "django_rq" to INSTALLED_APPS.',
+            )
+    return mode
+
+
+@dataclass
+class _QueueState:
+    queue: Any
+    connection: Any
+    workers: list[Any]
+
+
+def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | None:
+    from redis.exceptions import RedisError
+
+    name = conf.queue_name
+    config = (getattr(django_settings, "RQ_QUEUES", None) or {})[name]
+    try:
+        conn = quick_redis_connection(name)
+        location = _redis_location(conn)
+    except Exception as exc:
+        diag.add(
+            "queue",
+            Status.FAIL,
+            f"queue {name!r}: RQ_QUEUES[{name!r}] cannot give a Redis connection: {exc}",
+            "Check the URL (or HOST/PORT/DB) of this RQ_QUEUES entry.",
+            name=name,
+            reachable=False,
+        )
+        return None
+    try:
+        conn.ping()
+        version = conn.info("server").get("redis_version", "?")
+    except RedisError as exc:
+        diag.add(
+            "queue",
+            Status.FAIL,
+            f"queue {name!r}: Redis at {location} is unreachable: {_excerpt(str(exc), 200)}",
+            f"Start Redis or fix the URL of RQ_QUEUES[{name!r}]: without it no job can be queued "
+            "(flushes then fall back to sending in-process).",
+            name=name,
+            redis=location,
+            reachable=False,
+        )
+        _close(conn, name)
+        return None
+    diag.add(
+        "queue",
+        Status.OK,
+        f"queue {name!r} on Redis {location}: reachable (Redis {version})",
+        name=name,
+        redis=location,
+        reachable=True,
+        redis_version=version,
+    )
+    is_async = config.get("ASYNC", True)
+    if is_async is False:
+        diag.add(
+            "queue",
+            Status.WARN,
+            f"RQ_QUEUES[{name!r}]['ASYNC'] is False: jobs run synchronously inside the process "
+            "that enqueues them (the request)",
+            "Leave ASYNC at its default (True) outside tests.",
+            is_async=False,
+        )
+    else:
+        diag.add("queue", Status.OK, "ASYNC: jobs run in workers", is_async=True)
+
+    from django_rq import get_queue
+    from rq.worker import Worker
+
+    queue = get_queue(name, connection=conn)
+    try:
+        workers = list(Worker.all(queue=queue))
+    except RedisError as exc:
+        diag.add("workers", Status.FAIL, f"workers of queue {name!r} could not be listed: {exc}")
+        _close(conn, name)
+        return None
+    return _QueueState(queue, conn, workers)
+
+
+def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
+    from rq.scheduler import RQScheduler
+
+    name = conf.queue_name
+    workers = state.workers
+    start_hint = f"python manage.py rqworker {name} --with-scheduler"
+    if not workers:
+        diag.add(
+            "workers",
+            Status.WARN,
+            f"no worker listens on queue {name!r}: jobs wait until one starts",
+            f"Start one: {start_hint}",
+            count=0,
+        )
+    else:
+        diag.add(
+            "workers",
+            Status.OK,
+            f"{len(workers)} worker(s) listen on queue {name!r}",
+            count=len(workers),
+            workers=[
+                {"name": w.name, "hostname": w.hostname, "pid": w.pid, "state": w.get_state()}
+                for w in workers
+            ],
+        )
+        for worker in workers[:MAX_WORKERS_SHOWN]:
+            diag.add(
+                "workers",
+                Status.OK,
+                f"worker {worker.name} on {worker.hostname} (pid {worker.pid}): "
+                f"{worker.get_state()}, queues {', '.join(worker.queue_names())}",
+            )
+        if len(workers) > MAX_WORKERS_SHOWN:
+            diag.add("workers", Status.OK, f"… and {len(workers) - MAX_WORKERS_SHOWN} more")
+
+    # rq 2.12 and 3.x: the scheduler that serves a queue holds a lock key
+    # (``rq:scheduler-lock:<queue>``, under RQ_KEY_PREFIX in rq 3) whose value
+    # names it; its metadata hash gives its host and pid.
+    lock_key = RQScheduler.get_locking_key(name)
+    holder = state.connection.get(lock_key)
+    if holder is None:
+        diag.add(
+            "workers",
+            Status.WARN,
+            f"no scheduler runs for queue {name!r}: retries and scheduled submissions never run",
+            f"Start (at least) one worker with --with-scheduler: {start_hint}",
+            scheduler=None,
+        )
+    else:
+        scheduler_name = holder.decode() if isinstance(holder, bytes) else str(holder)
+        where = ""
+        details: dict[str, Any] = {"name": scheduler_name}
+        try:
+            scheduler = RQScheduler.fetch(scheduler_name, state.connection)
+        except Exception:
+            scheduler = None
+        if scheduler is not None:
+            details.update(hostname=scheduler.hostname, pid=scheduler.pid)
+            where = f" on {scheduler.hostname} (pid {scheduler.pid})"
+        diag.add(
+            "workers",
+            Status.OK,
+            f"scheduler runs for queue {name!r}{where}",
+            scheduler=details,
+        )
+
+    from .worker import WORKER_CLASS_LINE, configured_worker_class, is_wired
+
+    path, cls = configured_worker_class()
+    if cls is None:
+        diag.add(
+            "workers",
+            Status.FAIL,
+            f"RQ['WORKER_CLASS'] {path!r} cannot be imported: manage.py rqworker cannot start",
+            f"Use {WORKER_CLASS_LINE}",
+            worker_class=path,
+            wired=False,
+        )
+    elif is_wired():
+        diag.add(
+            "workers",
+            Status.OK,
+            f"worker class {path}: URLs that jobs' saves produce are flushed when each job ends",
+            worker_class=path,
+            wired=True,
+        )
+    else:
+        diag.add(
+            "workers",
+            Status.WARN,
+            f"worker class {path} does not run jobs in a unit of work: URLs that jobs' saves "
+            "produce are sent one save at a time",
+            f"Add to your settings: {WORKER_CLASS_LINE}",
+            worker_class=path,
+            wired=False,
+        )
+
+
+def _jobs_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
+    from redis.exceptions import RedisError
+
+    queue = state.queue
+    try:
+        queued = queue.count
+        scheduled_ids = queue.scheduled_job_registry.get_job_ids()
+        failed_ids = queue.failed_job_registry.get_job_ids()
+        own_scheduled = _count_own_jobs(queue, scheduled_ids)
+        own_failed = _count_own_jobs(queue, failed_ids)
+    except RedisError as exc:
+        diag.add(
+            "jobs", Status.WARN, f"job registries of {conf.queue_name!r} could not be read: {exc}"
+        )
+        return
+
+    def counted(total: int, own: int | None) -> str:
+        return f"{total}" if own is None or own == total else f"{total} ({own} IndexNow)"
+
+    diag.add(
+        "jobs",
+        Status.OK,
+        f"queue {conf.queue_name!r}: {queued} queued, {counted(len(scheduled_ids), own_scheduled)} "
+        "scheduled",
+        queued=queued,
+        scheduled=len(scheduled_ids),
+        scheduled_indexnow=own_scheduled,
+    )
+    failed_total = len(failed_ids)
+    own = own_failed if own_failed is not None else failed_total
+    status = Status.WARN if own else Status.OK
+    diag.add(
+        "jobs",
+        status,
+        f"{counted(failed_total, own_failed)} failed job(s) in rq's failed job registry",
+        "Each failed IndexNow job holds the engine's answer; fix the cause, then requeue it "
+        "(django-rq admin, or rq requeue)."
+        if own
+        else None,
+        failed=failed_total,
+        failed_indexnow=own_failed,
+    )
+
+
+def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
+    for engine in conf.engines:
+        diag.add(
+            "engines",
+            Status.OK,
+            f"{engine.name}: {engine.endpoint}",
+            name=engine.name,
+            endpoint=engine.endpoint,
+        )
+
+
+def _hosts_section(
+    diag: Diagnosis, conf: IndexNowSettings, *, offline: bool, timeout: float
+) -> None:
+    for host, host_conf in conf.hosts.items():
+        url = host_conf.key_file_url
+        diag.add(
+            "hosts",
+            Status.OK,
+            f"{host}: key {mask_key(host_conf.key)}, key file {url}",
+            host=host,
+            key=mask_key(host_conf.key),
+            key_file_url=url,
+        )
+        location_host = urlsplit(url).netloc.lower()
+        if host_conf.key_location and location_host != host:
+            diag.add(
+                "hosts",
+                Status.WARN,
+                f"{host}: the key file is on another host ({location_host}); engines look for it "
+                "on the host whose URLs are submitted",
+                "Serve the key file on the same host, or leave KEY_LOCATION unset.",
+                host=host,
+            )
+        if offline:
+            continue
+        status, message, hint, data = check_key_file(url, host_conf.key, timeout)
+        diag.add("hosts", status, message, hint, host=host, **data)
+    if offline:
+        diag.add("hosts", Status.OK, "key files not fetched (--offline)")
+
+
+_BACKEND_NOTES = {
+    "LocMemCache": "keeps entries in one process",
+    "DummyCache": "stores nothing",
+}
+
+
+def _debounce_section(
+    diag: Diagnosis, conf: IndexNowSettings, mode: str, state: _QueueState | None
+) -> None:
+    from django.core.cache import caches
+    from django.core.cache.backends.dummy import DummyCache
+    from django.core.cache.backends.filebased import FileBasedCache
+    from django.core.cache.backends.locmem import LocMemCache
+
+    alias = conf.debounce_cache
+    if conf.debounce_ttl == 0:
+        diag.add(
+            "debounce",
+            Status.OK,
+            "debouncing is disabled (DEBOUNCE['TTL'] is 0)",
+            cache=alias,
+            ttl=0,
+        )
+        return
+    cache = caches[alias]
+    backend = f"{type(cache).__module__}.{type(cache).__qualname__}"
+    base = f"cache {alias!r} ({backend}), TTL {conf.debounce_ttl}s"
+    data: dict[str, Any] = {"cache": alias, "backend": backend, "ttl": conf.debounce_ttl}
+    share_hint = (
+        "Point DEBOUNCE['CACHE'] at a cache every process reaches (Redis, Memcached, the "
+        "database cache)."
+    )
+    if isinstance(cache, DummyCache):
+        diag.add(
+            "debounce",
+            Status.WARN,
+            f"{base}: stores nothing, so nothing is debounced",
+            share_hint,
+            shared=False,
+            **data,
+        )
+        return
+    if isinstance(cache, LocMemCache):
+        if mode == "queue":
+            diag.add(
+                "debounce",
+                Status.WARN,
+                f"{base}: keeps entries in one process, which workers cannot share",
+                share_hint,
+                shared=False,
+                **data,
+            )
+        else:
+            diag.add(
+                "debounce",
+                Status.OK,
+                f"{base}: per process (each web process debounces alone)",
+                shared=False,
+                **data,
+            )
+        return
+    if isinstance(cache, FileBasedCache):
+        here = socket.gethostname()
+        elsewhere = sorted(
+            {w.hostname for w in (state.workers if state else []) if w.hostname != here}
+        )
+        if mode == "queue" and elsewhere:
+            diag.add(
+                "debounce",
+                Status.WARN,
+                f"{base}: files on {here}, which workers on {', '.join(elsewhere)} cannot share",
+                share_hint,
+                shared=False,
+                **data,
+            )
+        else:
+            diag.add(
+                "debounce",
+                Status.OK,
+                f"{base}: shared by the processes of this machine ({here})",
+                shared=True,
+                **data,
+            )
+        return
+    diag.add("debounce", Status.OK, f"{base}: shared with workers", shared=True, **data)
+
+
+def _models_section(diag: Diagnosis) -> None:
+    from .tracking import ModelIndexNow, registry
+
+    if not registry:
+        diag.add(
+            "models",
+            Status.WARN,
+            "no model is registered: only URLs submitted by hand are sent",
+            "Register models in <app>/indexnow.py: @register(Post) above a ModelIndexNow subclass.",
+            models=[],
+        )
+        return
+    for model, options in sorted(registry.items(), key=lambda item: item[0]._meta.label):
+        fields = getattr(options, "fields", None)
+        publish_at = getattr(options, "publish_at", None)
+        custom = [
+            name
+            for name in ("is_published", "urls")
+            if getattr(type(options), name, None) is not getattr(ModelIndexNow, name, None)
+        ]
+        parts = [
+            f"fields={', '.join(fields) if fields else 'any'}",
+            f"publish_at={publish_at or '-'}",
+            f"custom {', '.join(custom)}" if custom else "default is_published and urls",
+        ]
+        diag.add(
+            "models",
+            Status.OK,
+            f"{model._meta.label} ({type(options).__qualname__}): {'; '.join(parts)}",
+            model=model._meta.label,
+            options=type(options).__qualname__,
+            fields=list(fields) if fields else None,
+            publish_at=publish_at,
+            custom=custom,
+        )
+
+
+def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Diagnosis:
+    """Check everything delivery depends on; see the module docstring."""
+    diag = Diagnosis()
+    conf = _settings_section(diag)
+    if conf is None:
+        return diag
+    mode = _dispatch_section(diag, conf)
+    state: _QueueState | None = None
+    rq_queues = getattr(django_settings, "RQ_QUEUES", None) or {}
+    if mode == "queue" and conf.queue_name in rq_queues:
+        state = _queue_section(diag, conf)
+        if state is not None:
+            _workers_section(diag, state, conf)
+    elif mode == "sync":
+        diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
+    _engines_section(diag, conf)
+    timeout = http_timeout if http_timeout is not None else conf.http_timeout
+    _hosts_section(diag, conf, offline=offline, timeout=timeout)
+    _debounce_section(diag, conf, mode, state)
+    _models_section(diag)
+    if state is not None:
+        try:
+            _jobs_section(diag, state, conf)
+        finally:
+            _close(state.connection, conf.queue_name)
+    return diag
+
+
+def _close(conn: Any, queue_name: str) -> None:
+    """Disconnect a client made by :func:`quick_redis_connection` (not a cache's own)."""
+    config = (getattr(django_settings, "RQ_QUEUES", None) or {}).get(queue_name, {})
+    if "USE_REDIS_CACHE" not in config:
+        conn.connection_pool.disconnect()

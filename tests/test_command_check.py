@@ -1,0 +1,589 @@
+"""``manage.py indexnow_check``: what it reports, and its exit code, for each failure mode.
+
+Key files are fetched from a real HTTP server on 127.0.0.1 that serves the test
+project (Django's WSGI application, hence the real key file view) plus a few
+broken answers a misconfigured site gives: another key, an HTML page, a
+redirect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+from rq import Queue
+from rq.job import Job
+from rq.worker import Worker as RQWorker
+
+from tests import services
+
+KEY = "test-key-0123456789"
+ROOT = Path(__file__).resolve().parent.parent
+
+Environ = dict[str, Any]
+StartResponse = Callable[..., Any]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class KeyServer:
+    """The test project on a real HTTP server, with some broken key files beside it."""
+
+    BROKEN = {
+        "/other-key.txt": ("200 OK", "text/plain; charset=utf-8", "other-key-abcdef123456\n"),
+        "/html.txt": (
+            "200 OK",
+            "text/html; charset=utf-8",
+            "<!DOCTYPE html><html><body>Welcome to our shop</body></html>",
+        ),
+        "/as-html.txt": ("200 OK", "text/html", KEY),
+    }
+
+    def __init__(self) -> None:
+        self.django = WSGIHandler()
+        self.server = ThreadedWSGIServer(("127.0.0.1", 0), _QuietHandler, allow_reuse_address=True)
+        self.server.set_app(self.app)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def app(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ["PATH_INFO"]
+        if path in self.BROKEN:
+            status, content_type, body = self.BROKEN[path]
+            start_response(status, [("Content-Type", content_type)])
+            return [body.encode()]
+        if path == "/moved.txt":
+            start_response("301 Moved Permanently", [("Location", f"/{KEY}.txt")])
+            return [b""]
+        return self.django(environ, start_response)  # type: ignore[no-any-return]
+
+    def __enter__(self) -> KeyServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def key_server() -> Iterator[KeyServer]:
+    with KeyServer() as server:
+        yield server
+
+
+@pytest.fixture
+def run_check() -> Callable[..., tuple[str, CommandError | None]]:
+    """Run the command; return its output and the ``CommandError`` it raised, if any."""
+
+    def run(*args: str) -> tuple[str, CommandError | None]:
+        out = StringIO()
+        try:
+            call_command("indexnow_check", *args, stdout=out, no_color=True)
+        except CommandError as exc:
+            return out.getvalue(), exc
+        return out.getvalue(), None
+
+    return run
+
+
+@pytest.fixture
+def queue_settings(
+    settings: Any,
+    indexnow_settings: Callable[..., Any],
+    key_server: KeyServer,
+    redis_conn: redis.Redis,
+) -> Any:
+    """A site that delivers through the queue, its key file on the key server."""
+    indexnow_settings(
+        DISPATCH="queue",
+        KEY_LOCATION=f"{key_server.base}/{KEY}.txt",
+        DEBOUNCE={"CACHE": "shared", "TTL": 600},
+    )
+    return settings
+
+
+def key_server_port(settings: Any) -> str:
+    return str(settings.INDEXNOW["KEY_LOCATION"].split(":")[2].split("/")[0])
+
+
+def line(output: str, status: str, text: str) -> str:
+    """The output line marked ``status`` that contains ``text`` (fails when there is none)."""
+    for candidate in output.splitlines():
+        if candidate.strip().startswith(status) and text in candidate:
+            return candidate
+    raise AssertionError(f"no {status} line with {text!r} in:\n{output}")
+
+
+# --------------------------------------------------------------------------- healthy site
+
+
+@pytest.mark.worker
+def test_healthy_queue_setup_passes_and_names_worker_and_scheduler(
+    queue_settings: Any, start_worker: Callable[..., Any], run_check: Any
+) -> None:
+    worker = start_worker()
+
+    output, error = run_check()
+
+    assert error is None, output
+    line(output, "OK", "DISPATCH 'queue'")
+    line(output, "OK", "queue 'default' on Redis 127.0.0.1:")
+    line(output, "OK", "ASYNC")
+    line(output, "OK", f"worker {worker.name} on ")
+    line(output, "OK", "scheduler runs for queue 'default' on ")
+    line(output, "OK", "worker class indexnow_django.worker.Worker")
+    line(output, "OK", f"key file {queue_settings.INDEXNOW['KEY_LOCATION']}: 200, matches the key")
+    line(output, "OK", "cache 'shared' (django.core.cache.backends.redis.RedisCache)")
+    warnings = [text for text in output.splitlines() if text.strip().startswith(("WARN", "FAIL"))]
+    from indexnow_django.tracking import registry
+
+    # The only warning: the test key file is served from 127.0.0.1, not www.example.com.
+    assert warnings == [
+        "  WARN  www.example.com: the key file is on another host "
+        f"(127.0.0.1:{key_server_port(queue_settings)}); engines look for it on the host whose "
+        "URLs are submitted"
+    ] + (
+        [] if registry else ["  WARN  no model is registered: only URLs submitted by hand are sent"]
+    )
+    assert output.rstrip().endswith(
+        f"Delivery can work (0 failure(s), {len(warnings)} warning(s))."
+    )
+
+
+def test_auto_dispatch_without_queue_resolves_to_sync(
+    settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    settings.RQ_QUEUES = {}
+    indexnow_settings(DISPATCH="auto")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(
+        output,
+        "OK",
+        "DISPATCH 'auto' resolved to 'sync' (QUEUE['NAME'] 'default' is not in RQ_QUEUES)",
+    )
+    line(output, "OK", "no queue is used (sync dispatch)")
+    line(output, "OK", "key files not fetched (--offline)")
+
+
+def test_auto_dispatch_with_queue_resolves_to_queue(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="auto")
+
+    output, _ = run_check("--offline")
+
+    line(
+        output,
+        "OK",
+        "DISPATCH 'auto' resolved to 'queue' (QUEUE['NAME'] 'default' is in RQ_QUEUES)",
+    )
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_queue_name_missing_from_rq_queues_fails(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="queue", QUEUE={"NAME": "indexnow"})
+
+    output, error = run_check("--offline")
+
+    assert error is not None
+    assert error.returncode == 1
+    assert "QUEUE']['NAME'] 'indexnow' is not in RQ_QUEUES" in str(error)
+    line(
+        output,
+        "FAIL",
+        "indexnow.E014: INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] 'indexnow'",
+    )
+
+
+def test_unreachable_redis_fails_quickly(
+    settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    port = services.free_port()  # nothing listens there
+    settings.RQ_QUEUES = {"default": {"URL": f"redis://127.0.0.1:{port}/3"}}
+    indexnow_settings(DISPATCH="queue")
+
+    output, error = run_check("--offline")
+
+    assert error is not None
+    assert f"queue 'default': Redis at 127.0.0.1:{port}/3 is unreachable" in str(error)
+    line(output, "FAIL", f"Redis at 127.0.0.1:{port}/3 is unreachable")
+    assert "Workers" not in output  # nothing more is asked of a Redis that is not there
+
+
+def test_missing_key_file_fails_with_url_and_status(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
+) -> None:
+    url = f"{key_server.base}/0000000000000000.txt"
+    indexnow_settings(KEY_LOCATION=url)
+
+    output, error = run_check()
+
+    assert error is not None
+    assert f"key file {url} answered 404 Not Found" in str(error)
+    assert 'include("indexnow_django.urls")' in line(output, "hint:", "include")
+
+
+def test_key_file_with_another_key_fails_and_masks_it(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
+) -> None:
+    url = f"{key_server.base}/other-key.txt"
+    indexnow_settings(KEY_LOCATION=url)
+
+    output, error = run_check()
+
+    assert error is not None
+    message = (
+        f"key file {url} answered 200 with a different key (othe…3456) instead of the key test…6789"
+    )
+    assert message in str(error)
+    line(output, "FAIL", message)
+    assert "other-key-abcdef123456" not in output
+
+
+def test_key_file_answered_by_an_html_page_fails(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
+) -> None:
+    url = f"{key_server.base}/html.txt"
+    indexnow_settings(KEY_LOCATION=url)
+
+    _output, error = run_check()
+
+    assert error is not None
+    assert (
+        f"key file {url} answered 200 with an HTML page ('<!DOCTYPE html><html><body>Welcome to our "
+        "shop</body></html>') instead of the key"
+    ) in str(error)
+
+
+def test_key_file_redirect_fails_and_names_the_target(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
+) -> None:
+    url = f"{key_server.base}/moved.txt"
+    indexnow_settings(KEY_LOCATION=url)
+
+    _output, error = run_check()
+
+    assert error is not None
+    assert f"key file {url} answered 301, a redirect to {key_server.base}/{KEY}.txt" in str(error)
+
+
+def test_key_file_server_down_fails(indexnow_settings: Callable[..., Any], run_check: Any) -> None:
+    url = f"http://127.0.0.1:{services.free_port()}/{KEY}.txt"
+    indexnow_settings(KEY_LOCATION=url)
+
+    output, error = run_check()
+
+    assert error is not None
+    assert f"key file {url} could not be fetched" in str(error)
+    assert "--offline" in line(output, "hint:", "offline")
+
+
+def test_key_file_served_as_html_warns(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
+) -> None:
+    url = f"{key_server.base}/as-html.txt"
+    indexnow_settings(KEY_LOCATION=url)
+
+    output, error = run_check()
+
+    assert error is None, output
+    line(output, "WARN", f"key file {url}: 200, matches the key, but is served as text/html")
+
+
+def test_per_host_keys_are_each_fetched(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
+) -> None:
+    indexnow_settings(
+        HOSTS={
+            "www.example.com": {"KEY_LOCATION": f"{key_server.base}/{KEY}.txt"},
+            "blog.example.com": {
+                "KEY": "blog-key-98765432",
+                "KEY_LOCATION": f"{key_server.base}/other-key.txt",
+            },
+        }
+    )
+
+    output, error = run_check()
+
+    assert error is not None
+    line(output, "OK", f"www.example.com: key test…6789, key file {key_server.base}/{KEY}.txt")
+    line(output, "OK", f"key file {key_server.base}/{KEY}.txt: 200, matches the key")
+    line(output, "OK", "blog.example.com: key blog…5432")
+    line(output, "FAIL", "instead of the key blog…5432")
+    line(output, "WARN", "www.example.com: the key file is on another host (127.0.0.1:")
+    assert "blog-key-98765432" not in output
+
+
+def test_malformed_settings_fail_with_their_check_ids(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    indexnow_settings(KEY="short", BATCH={"MAX_URLS": 20000})
+
+    output, error = run_check("--offline")
+
+    assert error is not None
+    assert "INDEXNOW['KEY'] must be 8 to 128 characters" in str(error)
+    line(output, "FAIL", "indexnow.E004: INDEXNOW['KEY'] must be")
+    line(output, "FAIL", "INDEXNOW['BATCH']['MAX_URLS'] must be a whole number from 1 to 10000")
+    assert "Dispatch" not in output
+
+
+def test_unimportable_worker_class_fails(
+    settings: Any, indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    settings.RQ = {"WORKER_CLASS": "myproject.workers.Missing"}
+    indexnow_settings(DISPATCH="queue")
+
+    _output, error = run_check("--offline")
+
+    assert error is not None
+    assert "RQ['WORKER_CLASS'] 'myproject.workers.Missing' cannot be imported" in str(error)
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def test_idle_queue_warns_about_worker_scheduler_and_cache(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="queue")  # DEBOUNCE uses CACHES["default"], a LocMemCache
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "no worker listens on queue 'default'")
+    line(output, "WARN", "no scheduler runs for queue 'default'")
+    line(output, "WARN", "keeps entries in one process, which workers cannot share")
+    assert "hint: Start one: python manage.py rqworker default --with-scheduler" in output
+
+
+@pytest.mark.worker
+def test_worker_without_scheduler_warns(
+    queue_settings: Any, start_worker: Callable[..., Any], run_check: Any
+) -> None:
+    worker = start_worker(with_scheduler=False)
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "OK", f"worker {worker.name}")
+    line(output, "WARN", "no scheduler runs for queue 'default'")
+
+
+def test_synchronous_queue_warns(
+    settings: Any, indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    settings.RQ_QUEUES = {"default": {**settings.RQ_QUEUES["default"], "ASYNC": False}}
+    indexnow_settings(DISPATCH="queue")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "RQ_QUEUES['default']['ASYNC'] is False: jobs run synchronously")
+
+
+def test_plain_rq_worker_class_warns_with_the_line_to_add(
+    settings: Any, indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    settings.RQ = {"WORKER_CLASS": "rq.worker.Worker"}
+    indexnow_settings(DISPATCH="queue")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "worker class rq.worker.Worker does not run jobs in a unit of work")
+    assert 'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}' in output
+
+
+def test_file_cache_warns_when_a_worker_runs_on_another_machine(
+    settings: Any,
+    indexnow_settings: Callable[..., Any],
+    redis_conn: redis.Redis,
+    tmp_path: Path,
+    run_check: Any,
+) -> None:
+    settings.CACHES = {
+        **settings.CACHES,
+        "files": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(tmp_path),
+        },
+    }
+    indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "files"})
+    # What a worker on another machine writes in Redis when it starts.
+    remote = RQWorker(
+        [Queue("default", connection=redis_conn)], connection=redis_conn, name="remote-1"
+    )
+    remote.hostname = "worker-box-2"
+    remote.register_birth()
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "OK", "worker remote-1 on worker-box-2")
+    line(output, "WARN", "cache 'files' (django.core.cache.backends.filebased.FileBasedCache)")
+    line(output, "WARN", "which workers on worker-box-2 cannot share")
+
+
+def test_dummy_cache_warns_that_nothing_is_debounced(
+    settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    settings.CACHES = {
+        **settings.CACHES,
+        "none": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"},
+    }
+    indexnow_settings(DEBOUNCE={"CACHE": "none"})
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "stores nothing, so nothing is debounced")
+
+
+def test_disabled_and_dry_run_warn(indexnow_settings: Callable[..., Any], run_check: Any) -> None:
+    indexnow_settings(ENABLED=False, DRY_RUN=True)
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "ENABLED is False: nothing is collected or sent")
+    line(output, "WARN", "DRY_RUN is True")
+
+
+# --------------------------------------------------------------------------- models and jobs
+
+
+def test_registered_models_are_listed_with_their_options(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    from indexnow_django.tracking import registry
+
+    output, _ = run_check("--offline")
+
+    if not registry:
+        line(output, "WARN", "no model is registered")
+    for model, options in registry.items():
+        found = line(output, "OK", f"{model._meta.label} ({type(options).__qualname__})")
+        if options.publish_at:
+            assert f"publish_at={options.publish_at}" in found
+
+
+def test_scheduled_and_failed_jobs_are_counted(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="queue")
+    queue = Queue("default", connection=redis_conn)
+    queue.enqueue_in(timedelta(hours=1), "indexnow_django.normalize.normalize_url", "/later/")
+    queue.enqueue_in(timedelta(hours=1), "os.path.join", "a", "b")  # some other app's job
+    failed = Job.create(
+        "indexnow_django.normalize.normalize_url", args=["/x/"], connection=redis_conn
+    )
+    failed.save()
+    queue.failed_job_registry.add(failed, exc_string="SubmissionRejected: engine answered 403")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "OK", "queue 'default': 0 queued, 2 (1 IndexNow) scheduled")
+    line(output, "WARN", "1 failed job(s) in rq's failed job registry")
+
+
+# --------------------------------------------------------------------------- --json and exit codes
+
+
+def test_json_gives_the_same_findings(
+    indexnow_settings: Callable[..., Any],
+    key_server: KeyServer,
+    redis_conn: redis.Redis,
+    run_check: Any,
+) -> None:
+    url = f"{key_server.base}/other-key.txt"
+    indexnow_settings(DISPATCH="queue", KEY_LOCATION=url)
+
+    text_output, text_error = run_check()
+    json_output, json_error = run_check("--json")
+
+    assert text_error is not None and json_error is not None
+    assert str(json_error) == str(text_error)
+    report = json.loads(json_output)
+    assert report["ok"] is False
+    assert report["failures"] == 1
+    assert [s["id"] for s in report["sections"]] == [
+        "settings",
+        "dispatch",
+        "queue",
+        "workers",
+        "engines",
+        "hosts",
+        "debounce",
+        "models",
+        "jobs",
+    ]
+    hosts = next(s for s in report["sections"] if s["id"] == "hosts")
+    fail = next(f for f in hosts["findings"] if f["status"] == "FAIL")
+    assert fail["data"] == {
+        "host": "www.example.com",
+        "url": url,
+        "http_status": 200,
+        "content_type": "text/plain; charset=utf-8",
+    }
+    queue = next(s for s in report["sections"] if s["id"] == "queue")
+    assert queue["findings"][0]["data"]["reachable"] is True
+    messages = [f["message"] for s in report["sections"] for f in s["findings"]]
+    assert all(message in text_output for message in messages)
+    assert KEY not in json_output and KEY not in text_output
+
+
+def test_exit_codes_of_the_command_line(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer
+) -> None:
+    def run(overrides: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "INDEXNOW_TEST_OVERRIDES": json.dumps(overrides),
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "django", "indexnow_check", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    good = run({"KEY_LOCATION": f"{key_server.base}/{KEY}.txt"})
+    bad = run({"KEY_LOCATION": f"{key_server.base}/html.txt"}, "--json")
+
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert bad.returncode == 1
+    assert json.loads(bad.stdout)["ok"] is False
+    assert "CommandError: IndexNow delivery cannot work: key file" in bad.stderr
