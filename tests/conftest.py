@@ -18,6 +18,9 @@ from indexnow_django import conf
 from indexnow_django.testing import LoopbackEngine
 from tests import services
 
+# ``start_worker``: real rq worker subprocesses (tests/workers.py).
+pytest_plugins = ["tests.workers"]
+
 
 @pytest.fixture(autouse=True)
 def _fresh_state() -> Iterator[None]:

@@ -1,0 +1,197 @@
+"""Real rq workers for tests: ``python -m django rqworker`` in a subprocess.
+
+A worker started here imports ``tests.settings`` like the pytest process, so
+it reaches the same Redis, the same SQLite file and the same loopback engine
+(their addresses travel in the environment). ``overrides`` is merged over
+``INDEXNOW`` in the worker (``INDEXNOW_TEST_OVERRIDES``), e.g. short retry
+delays::
+
+    def test_retry(start_worker, indexnow_settings):
+        overrides = {"DISPATCH": "queue", "RETRY": {"BASE_DELAY": 1, "MULTIPLIER": 1}}
+        indexnow_settings(**overrides)        # the same settings in this process
+        worker = start_worker(overrides)      # returns once it listens (and schedules)
+        ...
+
+The fixture waits until the worker is registered in Redis (and, with the
+scheduler, until some worker holds the scheduler lock), stops every worker it
+started after the test (SIGTERM, wait, then SIGKILL of its process group) and
+adds each worker's output to the report of a failed test.
+
+Loaded as a pytest plugin from ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from rq.scheduler import RQScheduler
+from rq.worker import Worker as RQWorker
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_workers_key = pytest.StashKey[list["WorkerProcess"]]()
+
+
+class WorkerProcess:
+    """One ``manage.py rqworker`` subprocess and its output file."""
+
+    def __init__(
+        self,
+        *,
+        queues: Sequence[str] = ("default",),
+        overrides: Mapping[str, Any] | None = None,
+        with_scheduler: bool = True,
+        log_dir: Path,
+        name: str | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name or f"test-worker-{uuid.uuid4().hex[:8]}"
+        self.queues = tuple(queues)
+        self.with_scheduler = with_scheduler
+        self.overrides = dict(overrides or {})
+        self.log_path = log_dir / f"{self.name}.log"
+        self.extra_env = dict(extra_env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="tests.settings",
+            INDEXNOW_TEST_OVERRIDES=json.dumps(self.overrides),
+            PYTHONUNBUFFERED="1",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        )
+        env.update(self.extra_env)
+        command = [sys.executable, "-m", "django", "rqworker", *self.queues, "--name", self.name]
+        if self.with_scheduler:
+            command.append("--with-scheduler")
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def output(self) -> str:
+        """Everything the worker wrote so far (its log lines included)."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_until_ready(self, conn: redis.Redis, timeout: float = 30.0) -> None:
+        """Return once the worker is registered (and a scheduler holds the queues' lock)."""
+        deadline = time.monotonic() + timeout
+        lock_keys = [RQScheduler.get_locking_key(name) for name in self.queues]
+        while True:
+            if not self.running():
+                raise RuntimeError(f"worker {self.name} exited early:\n{self.output()}")
+            names = {w.name for w in RQWorker.all(connection=conn)}
+            scheduling = not self.with_scheduler or all(conn.exists(key) for key in lock_keys)
+            if self.name in names and scheduling:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"worker {self.name} not ready after {timeout:g}s:\n{self.output()}"
+                )
+            time.sleep(0.05)
+
+    def wait_for_output(self, text: str, timeout: float = 15.0) -> str:
+        """Block until ``text`` appears in the worker's output; return the output."""
+        deadline = time.monotonic() + timeout
+        while True:
+            output = self.output()
+            if text in output:
+                return output
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{text!r} not in the output of {self.name} after {timeout:g}s:\n{output}"
+                )
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Warm shutdown (SIGTERM: the current job finishes), then SIGKILL the whole group."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout)
+        # The work horse and the scheduler are forked children in the same session.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.wait(5)
+
+
+@pytest.fixture
+def start_worker(
+    request: pytest.FixtureRequest, redis_conn: redis.Redis, tmp_path: Path
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start a real rq worker: ``start_worker(overrides=None, *, queues=("default",),
+    with_scheduler=True, extra_env=None)``; stopped after the test.
+
+    Depends on ``redis_conn``, so the queue database is empty when the first
+    worker starts (no stale scheduler lock or registered worker).
+    """
+    started: list[WorkerProcess] = request.node.stash.setdefault(_workers_key, [])
+    log_dir = tmp_path / "workers"
+    log_dir.mkdir(exist_ok=True)
+
+    def start(
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        queues: Sequence[str] = ("default",),
+        with_scheduler: bool = True,
+        extra_env: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> WorkerProcess:
+        worker = WorkerProcess(
+            queues=queues,
+            overrides=overrides,
+            with_scheduler=with_scheduler,
+            log_dir=log_dir,
+            extra_env=extra_env,
+        ).start()
+        started.append(worker)
+        worker.wait_until_ready(redis_conn, timeout)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, Any]:
+    """Show the output of the test's workers when it fails."""
+    report = yield
+    if report.failed:
+        for worker in item.stash.get(_workers_key, []):
+            report.sections.append((f"worker {worker.name} output", worker.output() or "(nothing)"))
+    return report
