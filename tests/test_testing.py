@@ -1,0 +1,174 @@
+"""``capture_submissions()``: how a site's own tests see which URLs their code submitted."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.urls import include, path
+
+from indexnow_django import batch, submit
+from indexnow_django import dispatch as dispatch_module
+from indexnow_django.testing import Submission, capture_submissions
+from tests.testapp.models import Post
+
+
+def publish(request: HttpRequest, pk: int) -> HttpResponse:
+    """A site's own view: publishes a post and says that the home page changed too."""
+    post = Post.objects.get(pk=pk)
+    post.status = Post.PUBLISHED
+    post.save()
+    submit("/")
+    return HttpResponse("published")
+
+
+urlpatterns = [
+    path("", include("indexnow_django.urls")),
+    path("publish/<int:pk>/", publish),
+]
+
+HOME = "https://www.example.com/"
+HELLO = "https://www.example.com/posts/hello/"
+
+
+@pytest.mark.urls("tests.test_testing")
+@pytest.mark.django_db(transaction=True)
+def test_a_request_is_captured_as_one_submission_and_not_sent(client, engine):
+    post = Post.objects.create(title="Hello", slug="hello")  # a draft: nothing to submit
+
+    with capture_submissions() as outbox:
+        response = client.post(f"/publish/{post.pk}/")
+
+    assert response.status_code == 200
+    assert outbox.submissions == [
+        Submission(urls=(HELLO, HOME), raw_urls=("/posts/hello/", "/"), force=False)
+    ]
+    assert outbox.urls == [HELLO, HOME]
+    assert outbox.paths == ["/posts/hello/", "/"]
+    assert engine.posts == []
+
+    # The same request outside the block reaches the engine (DISPATCH is "sync"
+    # in the test settings): the capture was what kept it back.
+    Post.objects.filter(pk=post.pk).update(status=Post.DRAFT)
+    client.post(f"/publish/{post.pk}/")
+    assert [p.urls for p in engine.wait_for_posts(1, timeout=5)] == [[HELLO, HOME]]
+
+
+def test_urls_are_normalized_and_foreign_hosts_dropped_as_delivery_would():
+    with capture_submissions() as outbox, batch():
+        submit(["/a", "HTTPS://WWW.Example.com:443/b/#top", "https://elsewhere.example.org/x/"])
+
+    (submission,) = outbox
+    assert submission.urls == ("https://www.example.com/a", "https://www.example.com/b/")
+    assert submission.raw_urls == (
+        "/a",
+        "HTTPS://WWW.Example.com:443/b/#top",
+        "https://elsewhere.example.org/x/",
+    )
+    assert outbox.paths == ["/a", "/b/"]
+
+
+def test_each_unit_of_work_is_one_submission_and_urls_lists_each_url_once():
+    with capture_submissions() as outbox:
+        with batch():
+            submit(["/a/", "/b/", "/a/"])
+        with batch():
+            submit(["/b/", "/c/"])
+
+    assert len(outbox) == 2
+    assert outbox[0].urls == ("https://www.example.com/a/", "https://www.example.com/b/")
+    assert outbox.urls == [
+        "https://www.example.com/a/",
+        "https://www.example.com/b/",
+        "https://www.example.com/c/",
+    ]
+    outbox.clear()
+    assert len(outbox) == 0
+    assert outbox.urls == []
+
+
+def test_deliver_true_records_and_still_sends(engine):
+    with capture_submissions(deliver=True) as outbox, batch():
+        submit("/a/")
+
+    assert outbox.urls == ["https://www.example.com/a/"]
+    assert [p.json["urlList"] for p in engine.wait_for_posts(1, timeout=5)] == [
+        ["https://www.example.com/a/"]
+    ]
+
+
+def test_flushes_from_other_threads_are_captured(engine):
+    def work() -> None:
+        with batch():
+            submit("/from-a-thread/")
+
+    with capture_submissions() as outbox:
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join(5)
+
+    assert outbox.urls == ["https://www.example.com/from-a-thread/"]
+    assert engine.posts == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_urls_of_a_transaction_arrive_when_it_commits_and_never_after_a_rollback():
+    with capture_submissions() as outbox:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            submit("/rolled-back/")
+            raise RuntimeError("the form save failed")
+        assert len(outbox) == 0
+
+        with transaction.atomic():
+            submit("/committed/")
+            assert len(outbox) == 0
+        assert outbox.urls == ["https://www.example.com/committed/"]
+
+
+@pytest.mark.urls("tests.test_testing")
+@pytest.mark.django_db
+def test_in_a_test_transaction_on_commit_callbacks_must_be_run(
+    client, django_capture_on_commit_callbacks
+):
+    """The pattern the docs give for django.test.TestCase and pytest-django's django_db."""
+    post = Post.objects.create(title="Hello", slug="hello")
+
+    with capture_submissions() as outbox:
+        client.post(f"/publish/{post.pk}/")
+    # The test's own transaction never commits: nothing was flushed.
+    assert outbox.urls == []
+
+    Post.objects.filter(pk=post.pk).update(status=Post.DRAFT)
+    with capture_submissions() as outbox, django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/publish/{post.pk}/")
+    assert outbox.urls == [HELLO, HOME]
+
+
+def test_force_is_recorded():
+    with capture_submissions() as outbox:
+        dispatch_module.dispatch(["/a/"], force=True)
+
+    assert outbox.submissions == [
+        Submission(urls=("https://www.example.com/a/",), raw_urls=("/a/",), force=True)
+    ]
+
+
+def test_nothing_is_captured_when_indexnow_is_disabled(indexnow_settings):
+    indexnow_settings(ENABLED=False)
+    with capture_submissions() as outbox, batch():
+        submit("/a/")
+
+    assert len(outbox) == 0
+
+
+def test_dispatch_is_restored_after_the_block_even_on_error(engine):
+    original = dispatch_module.dispatch
+    with pytest.raises(RuntimeError), capture_submissions():
+        raise RuntimeError("boom")
+
+    assert dispatch_module.dispatch is original
+    with batch():
+        submit("/after/")
+    assert engine.wait_for_posts(1, timeout=5)[0].urls == ["https://www.example.com/after/"]
