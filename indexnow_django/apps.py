@@ -10,8 +10,10 @@ class IndexNowConfig(AppConfig):
     verbose_name = "IndexNow"
 
     def ready(self) -> None:
-        from . import checks, conf, tracking
+        from . import checks, collector, conf, tracking
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
         tracking.autodiscover()
+        tracking.connect()
+        collector.install_command_units()

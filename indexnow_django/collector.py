@@ -1,33 +1,83 @@
-"""The per-unit-of-work collector (minimal version; extended by change tracking)."""
+"""Units of work: where changed URLs wait until they are flushed, once per unit.
+
+A unit of work is an HTTP request (:class:`~indexnow_django.middleware.IndexNowMiddleware`),
+a management command (see :func:`install_command_units`), a job run by the
+rq worker class, or ``with batch(): ...``. Each has its own :class:`Collector`,
+held in a context variable, so concurrent requests under ASGI never see each
+other's URLs. When the unit ends its URLs go to
+:func:`indexnow_django.dispatch.dispatch` in one call.
+
+URLs produced inside a transaction join their unit only when the outermost
+transaction commits (``transaction.on_commit(..., robust=True)``); a rolled
+back savepoint drops the URLs registered inside it. Outside any unit, the URLs
+of one commit are flushed together when it commits (see :class:`_Commit`).
+
+Nothing here raises into the caller's code: a failure to collect or flush is
+logged and the request, command or save carries on.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
-from collections.abc import Iterable, Iterator
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from itertools import count
+from typing import TYPE_CHECKING, Any
+
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from .conf import is_enabled
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.http import HttpResponseBase
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Collector", "batch", "current", "submit"]
+__all__ = ["Collector", "batch", "collect", "current", "install_command_units", "submit"]
+
+_ids = count(1)
 
 
 class Collector:
-    """URLs gathered during one unit of work, deduplicated, flushed once."""
+    """The URLs of one unit of work: deduplicated, in first-seen order, flushed once."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "batch") -> None:
+        self.kind = kind
+        self.id = f"{kind}-{next(_ids)}"
         self.urls: dict[str, None] = {}
+        self.open = True
+
+    def __repr__(self) -> str:
+        return f"<Collector {self.id} urls={len(self.urls)} open={self.open}>"
 
     def add(self, urls: Iterable[str]) -> None:
         for url in urls:
             self.urls[url] = None
 
-    def flush(self) -> None:
+    def flush(self, *, response: HttpResponseBase | None = None) -> None:
+        """Close the unit and hand its URLs to ``dispatch`` in one call. Never raises."""
+        self.open = False
         urls, self.urls = list(self.urls), {}
-        if urls:
-            from .dispatch import dispatch
+        _dispatch(urls, response=response, unit=self.id)
 
+
+def _dispatch(urls: list[str], *, response: HttpResponseBase | None = None, unit: str) -> None:
+    if not urls:
+        return
+    try:
+        from .dispatch import dispatch
+
+        logger.debug("IndexNow flush unit=%s count=%d", unit, len(urls))
+        if response is None:
             dispatch(urls)
+        else:
+            dispatch(urls, response=response)
+    except Exception:
+        logger.exception("IndexNow could not flush unit=%s count=%d", unit, len(urls))
 
 
 _current: contextvars.ContextVar[Collector | None] = contextvars.ContextVar(
@@ -36,29 +86,175 @@ _current: contextvars.ContextVar[Collector | None] = contextvars.ContextVar(
 
 
 def current() -> Collector | None:
+    """The collector of the unit of work running in this context, if any."""
     return _current.get()
 
 
 @contextlib.contextmanager
-def batch() -> Iterator[Collector]:
-    """Collect URLs in the block and flush them once at its end."""
-    collector = Collector()
+def unit(kind: str) -> Iterator[Collector]:
+    """A fresh collector for the block; it is *not* flushed here (the caller flushes)."""
+    collector = Collector(kind)
     token = _current.set(collector)
     try:
         yield collector
     finally:
         _current.reset(token)
-        collector.flush()
+        collector.open = False
+
+
+@contextlib.contextmanager
+def batch() -> Iterator[Collector]:
+    """Collect the URLs that the block produces and flush them once at its end.
+
+    The block gets a fresh collector even inside another unit of work; URLs of
+    a transaction still open when the block ends are flushed when it commits.
+    """
+    with unit("batch") as collector:
+        try:
+            yield collector
+        finally:
+            collector.flush()
 
 
 def submit(urls: Iterable[str] | str) -> None:
-    """Add ``urls`` to the current unit of work (or send them now outside any)."""
+    """Add ``urls`` (absolute, or paths joined to ``BASE_URL``) to the current unit of work.
+
+    Inside a transaction on the default database they join when it commits;
+    outside any unit of work they are sent when the transaction (or, in
+    autocommit mode, this call) commits. Never raises.
+    """
     if isinstance(urls, str):
         urls = [urls]
-    collector = current()
-    if collector is not None:
-        collector.add(urls)
+    collect(urls)
+
+
+def collect(urls: Iterable[str], using: str | None = None) -> None:
+    """Hand ``urls`` to the current unit of work, following the transaction on ``using``."""
+    try:
+        if not is_enabled():
+            return
+        urls = [str(url) for url in urls]
+        if not urls:
+            return
+        collector = current()
+        connection = connections[using or DEFAULT_DB_ALIAS]
+        if connection.in_atomic_block:
+            _Commit.of(connection).add(connection, collector, urls)
+        elif collector is not None and collector.open:
+            collector.add(urls)
+        else:
+            _dispatch(urls, unit="commit")
+    except Exception:
+        logger.exception("IndexNow could not collect URLs; they are not submitted")
+
+
+class _Commit:
+    """The URLs registered during one outermost transaction on one connection.
+
+    Each piece is registered with ``on_commit(..., robust=True)`` so that a
+    rolled-back savepoint drops the pieces registered inside it (Django drops
+    their callbacks). When the transaction commits, the first of the surviving
+    callbacks to run hands *all* surviving pieces over: each joins its unit of
+    work (or the one running at commit when its own has ended already) and the
+    pieces without any unit are flushed together, once for the whole commit.
+    Which pieces survived is known from the callbacks themselves: only weak
+    references to them are kept here, so a callback dropped by a rollback is
+    gone (CPython frees it at once) and its piece with it.
+    """
+
+    _by_connection: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Commit] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[weakref.ref[Callable[[], None]], Collector | None, list[str]]] = []
+        self.done = False
+
+    @classmethod
+    def of(cls, connection: BaseDatabaseWrapper) -> _Commit:
+        """The pending commit of ``connection``'s current transaction, made on first use."""
+        pending = cls._by_connection.get(connection)
+        if pending is None or pending.done or not pending.alive():
+            pending = cls._by_connection[connection] = cls()
+        return pending
+
+    def alive(self) -> bool:
+        return any(ref() is not None for ref, _, _ in self.pieces)
+
+    def add(
+        self, connection: BaseDatabaseWrapper, collector: Collector | None, urls: list[str]
+    ) -> None:
+        def indexnow_join_on_commit() -> None:
+            self.committed()
+
+        self.pieces.append((weakref.ref(indexnow_join_on_commit), collector, urls))
+        connection.on_commit(indexnow_join_on_commit, robust=True)
+
+    def committed(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        pieces, self.pieces = self.pieces, []
+        running = current()
+        leftovers: dict[str, None] = {}
+        for ref, collector, urls in pieces:
+            if ref() is None:
+                continue  # rolled back with its savepoint
+            target = collector if collector is not None and collector.open else running
+            if target is not None and target.open:
+                target.add(urls)
+            else:
+                leftovers.update(dict.fromkeys(urls))
+        _dispatch(list(leftovers), unit="commit")
+
+
+# Management commands ---------------------------------------------------------
+
+#: Commands that run for a long time or interactively: they are not one unit of
+#: work (each commit in ``shell`` is sent at once; a worker's jobs are units).
+LONG_RUNNING_COMMANDS = frozenset(
+    {
+        "runserver",
+        "testserver",
+        "shell",
+        "shell_plus",
+        "dbshell",
+        "runserver_plus",
+        "rqworker",
+        "rqworker-pool",
+        "rqscheduler",
+    }
+)
+
+
+def _command_name(command: Any) -> str:
+    return str(type(command).__module__).rpartition(".")[2]
+
+
+def install_command_units() -> None:
+    """Make every management command one unit of work, without changing the commands.
+
+    ``BaseCommand.execute`` (which runs for ``manage.py <command>`` and for
+    ``call_command``) is wrapped once, so the URLs a command produces are
+    flushed in one call when it returns. A command run inside another unit
+    (``call_command`` from a view, a job or another command) joins that unit.
+    Long-running commands (:data:`LONG_RUNNING_COMMANDS`) are left alone.
+    """
+    from django.core.management.base import BaseCommand
+
+    original = BaseCommand.execute
+    if getattr(original, "indexnow_unit_of_work", False):
         return
-    single = Collector()
-    single.add(urls)
-    single.flush()
+
+    @functools.wraps(original)
+    def execute(self: BaseCommand, *args: Any, **options: Any) -> Any:
+        if current() is not None or _command_name(self) in LONG_RUNNING_COMMANDS:
+            return original(self, *args, **options)
+        with unit("command") as collector:
+            try:
+                return original(self, *args, **options)
+            finally:
+                collector.flush()
+
+    execute.indexnow_unit_of_work = True  # type: ignore[attr-defined]
+    BaseCommand.execute = execute  # type: ignore[method-assign]

@@ -1,18 +1,62 @@
-"""``IndexNowMiddleware``: one unit of work per request (minimal version)."""
+"""``IndexNowMiddleware``: each request is one unit of work, under WSGI and ASGI.
+
+The URLs that a request's saves and deletes produce are flushed once, after
+the view has returned, with the response: in synchronous dispatch the send
+then runs after the response has gone out to the client. Flushing never turns
+a request into an error.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
-from .collector import batch
+from .collector import unit
+
+__all__ = ["IndexNowMiddleware"]
+
+_GetResponse = Callable[[HttpRequest], Any]
 
 
 class IndexNowMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+    """Collect the URLs a request changes and flush them once when it ends.
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        with batch():
-            return self.get_response(request)
+    Works in a synchronous and an asynchronous middleware chain; under ASGI
+    each request has its own collector (a context variable), so concurrent
+    requests never see each other's URLs.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: _GetResponse) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self.__acall__(request)
+        response: HttpResponseBase | None = None
+        with unit("request") as collector:
+            try:
+                response = self.get_response(request)
+            finally:
+                collector.flush(response=response)
+        return response
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        response: HttpResponseBase | None = None
+        get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
+        with unit("request") as collector:
+            try:
+                response = await get_response(request)
+            finally:
+                # dispatch may talk to Redis (one enqueue): not on the event loop.
+                await sync_to_async(collector.flush)(response=response)
+        return response

@@ -7,12 +7,18 @@ class Category(models.Model):
     name = models.CharField(max_length=100)
     slug = models.SlugField(unique=True)
 
+    def __str__(self) -> str:
+        return str(self.name)
+
     def get_absolute_url(self) -> str:
         return f"/category/{self.slug}/"
 
 
 class Tag(models.Model):
     name = models.CharField(max_length=50)
+
+    def __str__(self) -> str:
+        return str(self.name)
 
 
 class Post(models.Model):
@@ -28,6 +34,9 @@ class Post(models.Model):
     category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL)
     tags = models.ManyToManyField(Tag, blank=True)
 
+    def __str__(self) -> str:
+        return str(self.title)
+
     def get_absolute_url(self) -> str:
         return f"/posts/{self.slug}/"
 
@@ -36,6 +45,9 @@ class Page(models.Model):
     """A model with every default: each save of it is submitted."""
 
     path = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return str(self.path)
 
     def get_absolute_url(self) -> str:
         return self.path
@@ -46,3 +58,19 @@ class Untracked(models.Model):
 
     title = models.CharField(max_length=200)
     slug = models.SlugField()
+
+    def __str__(self) -> str:
+        return str(self.title)
+
+
+class Document(models.Model):
+    """Tracked only when ``data`` changes, even in place (a JSON value)."""
+
+    name = models.CharField(max_length=100)
+    data = models.JSONField(default=dict, blank=True)
+
+    def __str__(self) -> str:
+        return str(self.name)
+
+    def get_absolute_url(self) -> str:
+        return f"/documents/{self.name}/"

@@ -1,0 +1,283 @@
+"""What change tracking costs: a tracked save, loading tracked objects, a request.
+
+Three measurements, each in its own child process:
+
+* ``save``: saving a loaded object of ``tests.testapp.models.Untracked`` whose
+  slug changed, inside one unit of work, with the model registered
+  (``fields=["title", "slug"]``, URLs from the slug) against the same model
+  unregistered. Rounds alternate between the two. Also the queries per save.
+* ``load``: ``list(Untracked.objects.all())`` of 1,000 rows, registered
+  against unregistered (the ``post_init`` copy of the loaded values).
+* ``request``: a request whose view saves 100 published ``Post`` objects
+  (each with a changed title), with ``indexnow_django`` installed (its
+  middleware, the test app's registrations, one flush) against the app left
+  out of ``INSTALLED_APPS`` and ``MIDDLEWARE``. With the app, the flush goes
+  to ``dispatch``: ``--dispatch queue`` (default) enqueues one job on a real
+  redis-server started for the run; ``sync`` sends to a loopback engine after
+  the response.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_tracking.py
+    .venv/bin/python benchmarks/bench_tracking.py --db file --dispatch sync
+
+SQLite in memory (the default) is the cheapest database there is, so the
+ratios it gives are the worst case; ``--db file`` is closer to a real site.
+Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+# Child processes -------------------------------------------------------------------
+
+
+def configure(with_app: bool, db: str, dispatch: str) -> None:
+    import django
+    from django.conf import settings
+
+    apps = ["django.contrib.contenttypes", "django.contrib.auth", "django_rq", "tests.testapp"]
+    if with_app:
+        apps.insert(3, "indexnow_django")
+    redis_url = os.environ["BENCH_REDIS_URL"]
+    settings.configure(
+        SECRET_KEY="indexnow-django-benchmark",
+        USE_TZ=True,
+        ALLOWED_HOSTS=["*"],
+        INSTALLED_APPS=apps,
+        MIDDLEWARE=["indexnow_django.middleware.IndexNowMiddleware"] if with_app else [],
+        ROOT_URLCONF=__name__,
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        DATABASES={
+            "default": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": ":memory:" if db == "memory" else os.environ["BENCH_DB_FILE"],
+            }
+        },
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
+        RQ_QUEUES={"default": {"URL": f"{redis_url}/0"}},
+        INDEXNOW={
+            "KEY": "bench-key-0123456789",
+            "BASE_URL": "https://www.example.com",
+            "ENGINES": [os.environ["BENCH_ENGINE_URL"]],
+            "DISPATCH": dispatch,
+            "DEBOUNCE": {"TTL": 0},
+        },
+        LOGGING_CONFIG=None,
+    )
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, run_syncdb=True)
+
+
+def timed(function: Any, rounds: int) -> list[float]:
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def child_model(args: argparse.Namespace) -> dict[str, Any]:
+    configure(with_app=True, db=args.db, dispatch="sync")
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from indexnow_django import ModelIndexNow, batch
+    from indexnow_django.tracking import register, unregister
+    from tests.testapp.models import Untracked
+
+    class UntrackedIndexNow(ModelIndexNow):
+        fields = ["title", "slug"]
+
+        def urls(self, obj: Any) -> list[str]:
+            return [f"/untracked/{obj.slug}/"]
+
+    Untracked.objects.bulk_create(Untracked(title=f"T{n}", slug=f"s{n}") for n in range(1000))
+    counter = iter(range(10**9))
+
+    def saves() -> None:
+        objects = list(Untracked.objects.all()[: args.saves])
+        with batch() as collector:
+            started = time.perf_counter()
+            for obj in objects:
+                obj.slug = f"s{next(counter)}"
+                obj.save()
+            saves.elapsed = time.perf_counter() - started  # type: ignore[attr-defined]
+            collector.urls.clear()  # the flush is measured by the request benchmark
+
+    def load() -> None:
+        list(Untracked.objects.all())
+
+    save_times: dict[str, list[float]] = {"untracked": [], "tracked": []}
+    load_times: dict[str, list[float]] = {"untracked": [], "tracked": []}
+    queries: dict[str, int] = {}
+    for _ in range(args.rounds):
+        for kind in ("untracked", "tracked"):
+            if kind == "tracked":
+                register(Untracked, UntrackedIndexNow)
+            try:
+                saves()
+                save_times[kind].append(saves.elapsed / args.saves)  # type: ignore[attr-defined]
+                load_times[kind].extend(timed(load, 1))
+                obj = Untracked.objects.get(pk=1)
+                with CaptureQueriesContext(connection) as captured, batch():
+                    obj.slug = f"q{next(counter)}"
+                    obj.save()
+                queries[kind] = len(captured)
+            finally:
+                if kind == "tracked":
+                    unregister(Untracked)
+    return {
+        "save_us": {k: statistics.median(v) * 1e6 for k, v in save_times.items()},
+        "load_ms": {k: statistics.median(v) * 1e3 for k, v in load_times.items()},
+        "queries_per_save": queries,
+    }
+
+
+# The view of the request benchmark (ROOT_URLCONF is this module).
+def save_posts(request: Any) -> Any:
+    from django.http import HttpResponse
+
+    from tests.testapp.models import Post
+
+    stamp = request.GET["stamp"]
+    for post in Post.objects.filter(status="published")[:100]:
+        post.title = f"{post.slug} {stamp}"
+        post.save()
+    return HttpResponse("saved")
+
+
+urlpatterns: list[Any] = []
+
+
+def child_request(args: argparse.Namespace, with_app: bool) -> dict[str, Any]:
+    configure(with_app=with_app, db=args.db, dispatch=args.dispatch)
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import path
+
+    from tests.testapp.models import Post
+
+    urlpatterns.append(path("save/", save_posts))
+    Post.objects.bulk_create(
+        Post(title=f"Post {n}", slug=f"post-{n}", status="published") for n in range(100)
+    )
+    client = Client()
+    counter = iter(range(10**9))
+
+    def request() -> None:
+        response = client.get("/save/", {"stamp": str(next(counter))})
+        assert response.status_code == 200, response.status_code
+
+    timed(request, 5)  # warm up
+    samples = timed(request, args.requests)
+    with CaptureQueriesContext(connection) as captured:
+        request()
+    return {"ms": statistics.median(samples) * 1e3, "queries": len(captured)}
+
+
+# The parent --------------------------------------------------------------------------
+
+
+def run_child(args: argparse.Namespace, role: str, env: dict[str, str]) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        role,
+        "--db",
+        args.db,
+        "--dispatch",
+        args.dispatch,
+        "--saves",
+        str(args.saves),
+        "--rounds",
+        str(args.rounds),
+        "--requests",
+        str(args.requests),
+    ]
+    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        sys.exit(f"{role} failed:\n{result.stdout}\n{result.stderr}")
+    data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", choices=["model", "request-with", "request-without"])
+    parser.add_argument("--db", choices=["memory", "file"], default="memory")
+    parser.add_argument("--dispatch", choices=["queue", "sync"], default="queue")
+    parser.add_argument("--saves", type=int, default=1000, help="saves per round (default 1000)")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of saves (default 7)")
+    parser.add_argument("--requests", type=int, default=30, help="timed requests (default 30)")
+    args = parser.parse_args()
+
+    if args.child == "model":
+        print(json.dumps(child_model(args)))
+        return
+    if args.child in ("request-with", "request-without"):
+        print(json.dumps(child_request(args, with_app=args.child == "request-with")))
+        return
+
+    from indexnow_django.testing import LoopbackEngine
+    from tests.services import ensure_redis
+
+    redis_url = ensure_redis()
+    with LoopbackEngine() as engine, tempfile.TemporaryDirectory() as tmp:
+        env = {
+            **os.environ,
+            "BENCH_REDIS_URL": redis_url,
+            "BENCH_ENGINE_URL": engine.url,
+            "PYTHONPATH": str(ROOT),
+        }
+        results = {}
+        for role in ("model", "request-without", "request-with"):
+            env["BENCH_DB_FILE"] = str(Path(tmp) / f"{role}.sqlite3")
+            results[role] = run_child(args, role, env)
+
+    model = results["model"]
+    without, with_app = results["request-without"], results["request-with"]
+    save, load = model["save_us"], model["load_ms"]
+    print(f"database: SQLite {args.db}; dispatch: {args.dispatch}")
+    print(
+        f"save of a loaded object (median of {args.rounds} rounds of {args.saves}): "
+        f"untracked {save['untracked']:.1f} us, tracked {save['tracked']:.1f} us, "
+        f"ratio {save['tracked'] / save['untracked']:.2f}"
+    )
+    print(
+        f"queries per save: untracked {model['queries_per_save']['untracked']}, "
+        f"tracked {model['queries_per_save']['tracked']}"
+    )
+    print(
+        f"load of 1,000 objects: untracked {load['untracked']:.2f} ms, "
+        f"tracked {load['tracked']:.2f} ms, ratio {load['tracked'] / load['untracked']:.2f}"
+    )
+    print(
+        f"request saving 100 tracked objects (median of {args.requests}): "
+        f"app left out {without['ms']:.2f} ms ({without['queries']} queries), "
+        f"app installed {with_app['ms']:.2f} ms ({with_app['queries']} queries), "
+        f"ratio {with_app['ms'] / without['ms']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""Units of work: one flush per unit, transactions, commands, ``batch()`` and ``submit()``.
+
+``flushes`` records every call into ``dispatch`` (and lets it run, so the
+loopback engine receives what a user's engine would).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import transaction
+
+from indexnow_django import batch, submit
+from indexnow_django.collector import current
+from tests.testapp.models import Page, Post
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BASE = "https://www.example.com"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _no_debounce(indexnow_settings: Any) -> None:
+    indexnow_settings(DEBOUNCE={"TTL": 0})
+
+
+@pytest.fixture
+def flushes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The URLs of each call into ``dispatch.dispatch``, which still runs."""
+    from indexnow_django import dispatch as module
+
+    calls: list[list[str]] = []
+    real = module.dispatch
+
+    def recording(urls: Any, **kwargs: Any) -> Any:
+        calls.append(list(urls))
+        return real(urls, **kwargs)
+
+    monkeypatch.setattr(module, "dispatch", recording)
+    return calls
+
+
+def page(path: str) -> Page:
+    return Page.objects.create(path=path)
+
+
+# One flush per unit ----------------------------------------------------------------
+
+
+def test_batch_flushes_once_at_its_end(engine: Any, flushes: list[list[str]]) -> None:
+    with batch():
+        page("/one/")
+        page("/two/")
+        assert flushes == []
+    assert flushes == [["/one/", "/two/"]]
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/one/", f"{BASE}/two/"]]
+
+
+def test_three_objects_in_one_transaction_give_one_flush(
+    engine: Any, flushes: list[list[str]]
+) -> None:
+    with transaction.atomic():
+        page("/a/")
+        page("/b/")
+        page("/c/")
+        assert flushes == []
+    assert flushes == [["/a/", "/b/", "/c/"]]
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/a/", f"{BASE}/b/", f"{BASE}/c/"]]
+
+
+def test_outside_any_unit_each_commit_flushes_its_own(flushes: list[list[str]]) -> None:
+    page("/autocommit-1/")
+    page("/autocommit-2/")
+    with transaction.atomic():
+        page("/in-transaction/")
+    assert flushes == [["/autocommit-1/"], ["/autocommit-2/"], ["/in-transaction/"]]
+
+
+def test_duplicates_merge(flushes: list[list[str]]) -> None:
+    with batch():
+        home = page("/home/")
+        home.save()
+        submit("/home/")
+        submit(["/home/", "/other/"])
+    assert flushes == [["/home/", "/other/"]]
+
+
+def test_nested_batches_flush_separately(flushes: list[list[str]]) -> None:
+    with batch() as outer:
+        page("/outer/")
+        with batch() as inner:
+            assert current() is inner
+            page("/inner/")
+        assert current() is outer
+    assert current() is None
+    assert flushes == [["/inner/"], ["/outer/"]]
+
+
+def test_an_empty_unit_does_not_flush(flushes: list[list[str]]) -> None:
+    with batch():
+        draft = Post.objects.create(title="Draft", slug="draft")
+        draft.delete()
+    assert flushes == []
+
+
+# Transactions ------------------------------------------------------------------------
+
+
+def test_rollback_drops_the_urls(flushes: list[list[str]]) -> None:
+    with batch():
+        with pytest.raises(RuntimeError), transaction.atomic():
+            page("/rolled-back/")
+            submit("/by-hand/")
+            raise RuntimeError("undo")
+        page("/kept/")
+    assert flushes == [["/kept/"]]
+
+
+def test_urls_join_the_unit_only_when_the_transaction_commits(flushes: list[list[str]]) -> None:
+    with batch() as collector, transaction.atomic():
+        page("/pending/")
+        assert collector.urls == {}
+    assert flushes == [["/pending/"]]
+
+
+def test_inner_rollback_drops_only_its_own_urls(flushes: list[list[str]]) -> None:
+    with batch(), transaction.atomic():
+        page("/outer-before/")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            page("/inner/")
+            with transaction.atomic():
+                page("/innermost/")
+            raise RuntimeError("undo the inner block")
+        with transaction.atomic():
+            page("/inner-kept/")
+        page("/outer-after/")
+    assert flushes == [["/outer-before/", "/inner-kept/", "/outer-after/"]]
+
+
+def test_outer_rollback_drops_everything(flushes: list[list[str]]) -> None:
+    with batch():
+        with pytest.raises(RuntimeError), transaction.atomic():
+            page("/outer/")
+            with transaction.atomic():
+                page("/inner/")
+            raise RuntimeError("undo it all")
+        with transaction.atomic():
+            page("/next-transaction/")
+    assert flushes == [["/next-transaction/"]]
+
+
+def test_inner_rollback_outside_any_unit_flushes_the_rest_once(flushes: list[list[str]]) -> None:
+    with transaction.atomic():
+        page("/outer/")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            page("/inner/")
+            raise RuntimeError("undo the inner block")
+        with transaction.atomic():
+            page("/inner-kept/")
+    with transaction.atomic(), pytest.raises(RuntimeError), transaction.atomic():
+        page("/only-rolled-back/")
+        raise RuntimeError("undo")
+    assert flushes == [["/outer/", "/inner-kept/"]]
+
+
+def test_a_unit_ending_inside_a_transaction_flushes_at_commit(flushes: list[list[str]]) -> None:
+    with transaction.atomic():
+        with batch():
+            page("/late/")
+        assert flushes == []
+    assert flushes == [["/late/"]]
+
+
+def test_submit_outside_a_transaction_joins_the_unit_at_once(flushes: list[list[str]]) -> None:
+    with batch() as collector:
+        submit("/by-hand/")
+        assert list(collector.urls) == ["/by-hand/"]
+    assert flushes == [["/by-hand/"]]
+
+
+# Management commands -----------------------------------------------------------------
+
+
+def test_a_command_saving_100_objects_flushes_once(engine: Any, flushes: list[list[str]]) -> None:
+    out = io.StringIO()
+    call_command("make_pages", "100", stdout=out)
+    assert out.getvalue() == "created 100 pages\n"
+    assert flushes == [[f"/made/{n}/" for n in range(100)]]
+    [post] = engine.posts
+    assert post.urls == [f"{BASE}/made/{n}/" for n in range(100)]
+
+
+def test_manage_py_command_flushes_once(engine: Any) -> None:
+    """The real thing: a separate process running the command, posting to the same engine."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "django", "make_pages", "3"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "created 3 pages\n"
+    assert [p.urls for p in engine.posts] == [
+        [f"{BASE}/made/0/", f"{BASE}/made/1/", f"{BASE}/made/2/"]
+    ]
+
+
+def test_a_command_called_inside_a_unit_joins_it(flushes: list[list[str]]) -> None:
+    with batch():
+        page("/before/")
+        call_command("make_pages", "2", stdout=io.StringIO())
+    assert flushes == [["/before/", "/made/0/", "/made/1/"]]
+
+
+# Never raising into the user's code -----------------------------------------------------
+
+
+def test_a_failing_dispatch_is_logged_not_raised(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from indexnow_django import dispatch as module
+
+    def broken(urls: Any, **kwargs: Any) -> None:
+        raise ConnectionError("nowhere to send")
+
+    monkeypatch.setattr(module, "dispatch", broken)
+    with caplog.at_level(logging.ERROR, logger="indexnow_django"), batch():
+        page("/unsent/")
+    assert Page.objects.filter(path="/unsent/").exists()
+    [record] = [r for r in caplog.records if r.name == "indexnow_django.collector"]
+    assert record.getMessage().startswith("IndexNow could not flush unit=batch-")
+    assert record.getMessage().endswith(" count=1")
+
+
+def test_a_broken_setting_never_breaks_a_save(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.INDEXNOW = {"KEY": "short", "ENGINES": "not-a-list"}
+    with caplog.at_level(logging.ERROR, logger="indexnow_django"), batch():
+        page("/misconfigured/")
+    assert Page.objects.filter(path="/misconfigured/").exists()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors
+    assert all(r.name.startswith("indexnow_django") for r in errors)
+
+
+def test_disabled_collects_nothing_submitted_by_hand(
+    indexnow_settings: Any, flushes: list[list[str]]
+) -> None:
+    indexnow_settings(ENABLED=False)
+    with batch() as collector:
+        submit("/off/")
+        assert collector.urls == {}
+    submit("/off-too/")
+    assert flushes == []

@@ -1,0 +1,130 @@
+"""``IndexNowMiddleware``: a request is one unit of work, under WSGI and under ASGI."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from asgiref.sync import iscoroutinefunction
+from django.http import HttpRequest, HttpResponse
+from django.test import AsyncClient, Client
+
+from indexnow_django.middleware import IndexNowMiddleware
+from tests.testapp import views
+from tests.testapp.models import Page, Post
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.urls("tests.testapp.urls")]
+
+BASE = "https://www.example.com"
+
+
+@pytest.fixture(autouse=True)
+def _no_debounce(indexnow_settings: Any) -> None:
+    indexnow_settings(DEBOUNCE={"TTL": 0})
+
+
+@pytest.fixture
+def flushes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], Any]]:
+    """(URLs, response) of each call into ``dispatch.dispatch``, which still runs."""
+    from indexnow_django import dispatch as module
+
+    calls: list[tuple[list[str], Any]] = []
+    real = module.dispatch
+
+    def recording(urls: Any, **kwargs: Any) -> Any:
+        calls.append((list(urls), kwargs.get("response")))
+        return real(urls, **kwargs)
+
+    monkeypatch.setattr(module, "dispatch", recording)
+    return calls
+
+
+def test_the_middleware_works_in_both_chains() -> None:
+    def sync_view(request: HttpRequest) -> HttpResponse:
+        return HttpResponse()
+
+    async def async_view(request: HttpRequest) -> HttpResponse:
+        return HttpResponse()
+
+    assert IndexNowMiddleware.sync_capable and IndexNowMiddleware.async_capable
+    assert not iscoroutinefunction(IndexNowMiddleware(sync_view))
+    assert iscoroutinefunction(IndexNowMiddleware(async_view))
+
+
+def test_a_request_flushes_once_with_its_response(
+    engine: Any, flushes: list[tuple[list[str], Any]]
+) -> None:
+    post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
+    flushes.clear()
+    engine.reset()
+    response = Client().get(f"/posts/{post.pk}/save/", {"title": "Hello again"})
+    assert response.status_code == 200
+    assert [(urls, sent_with) for urls, sent_with in flushes] == [(["/posts/hello/"], response)]
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/posts/hello/"]]
+
+
+def test_a_request_that_changes_nothing_does_not_flush(
+    flushes: list[tuple[list[str], Any]],
+) -> None:
+    assert Client().get("/nothing/").status_code == 200
+    assert flushes == []
+
+
+def test_a_failing_view_still_flushes_what_it_committed(
+    engine: Any, flushes: list[tuple[list[str], Any]]
+) -> None:
+    page = Page.objects.create(path="/committed/")
+    flushes.clear()
+    engine.reset()
+    response = Client(raise_request_exception=False).get(f"/pages/{page.pk}/fail/")
+    assert response.status_code == 500
+    assert [urls for urls, _ in flushes] == [["/committed/"]]
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/committed/"]]
+
+
+def test_a_broken_setting_never_turns_a_request_into_a_500(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
+    settings.INDEXNOW = {"KEY": "x", "BASE_URL": "not a url", "DISPATCH": "carrier-pigeon"}
+    with caplog.at_level(logging.ERROR, logger="indexnow_django"):
+        response = Client().get(f"/posts/{post.pk}/save/", {"title": "Still saved"})
+    assert response.status_code == 200
+    assert Post.objects.get(pk=post.pk).title == "Still saved"
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors
+    assert all(r.name.startswith("indexnow_django") for r in errors)
+
+
+def test_concurrent_async_requests_each_flush_their_own_url(
+    engine: Any, flushes: list[tuple[list[str], Any]]
+) -> None:
+    count = 20
+    pages = [Page.objects.create(path=f"/page/{n}/") for n in range(count)]
+    flushes.clear()
+    engine.reset()
+
+    async def run_all() -> list[Any]:
+        # Every view waits here after saving, so all 20 requests are in flight,
+        # each with its URL collected, before the first one flushes.
+        views.BARRIER = asyncio.Barrier(count)
+        client = AsyncClient()
+        try:
+            return await asyncio.gather(*(client.get(f"/pages/{p.pk}/async/") for p in pages))
+        finally:
+            views.BARRIER = None
+
+    responses = asyncio.run(asyncio.wait_for(run_all(), timeout=60))
+    assert [r.status_code for r in responses] == [200] * count
+    expected = {f"/page/{n}/" for n in range(count)}
+    assert len(flushes) == count
+    assert all(len(urls) == 1 for urls, _ in flushes)
+    assert {urls[0] for urls, _ in flushes} == expected
+    # Each flush went out with the response of the request that produced it.
+    by_response = {id(sent_with): urls[0] for urls, sent_with in flushes}
+    assert {id(r): r.content.decode() for r in responses} == by_response
+    posts = engine.wait_for_posts(count)
+    assert sorted(p.urls[0] for p in posts) == sorted(f"{BASE}{u}" for u in expected)
+    assert all(len(p.urls) == 1 for p in posts)

@@ -1,0 +1,414 @@
+"""Registration and the change table: what a save, a delete or an m2m change submits.
+
+Outside any unit of work each commit flushes its own URLs, and the test
+settings send synchronously to the loopback engine, so every flush here is
+one POST the engine received. Debouncing is off, so that a URL sent twice
+shows twice.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from indexnow_django import ModelIndexNow, batch, register
+from indexnow_django.exceptions import RegistrationError
+from indexnow_django.tracking import get_registration, registry, unregister
+from tests.testapp.indexnow import PostIndexNow
+from tests.testapp.models import Document, Page, Post, Tag, Untracked
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BASE = "https://www.example.com"
+
+
+@pytest.fixture(autouse=True)
+def _no_debounce(indexnow_settings: Any) -> None:
+    indexnow_settings(DEBOUNCE={"TTL": 0})
+
+
+def sent(engine: Any) -> list[list[str]]:
+    """The URL list of every POST the engine received, in order."""
+    return [post.urls for post in engine.posts]
+
+
+def published(slug: str = "hello", **fields: Any) -> Post:
+    return Post.objects.create(title=slug.title(), slug=slug, status=Post.PUBLISHED, **fields)
+
+
+def draft(slug: str = "draft", **fields: Any) -> Post:
+    return Post.objects.create(title=slug.title(), slug=slug, status=Post.DRAFT, **fields)
+
+
+@pytest.fixture
+def quiet(engine: Any) -> Iterator[None]:
+    """Forget what the engine received while the test set things up."""
+    yield
+    engine.reset()
+
+
+# Registration -----------------------------------------------------------------
+
+
+def test_indexnow_modules_are_discovered() -> None:
+    assert isinstance(get_registration(Post), PostIndexNow)
+    assert type(get_registration(Page)) is ModelIndexNow
+    assert get_registration(Untracked) is None
+
+
+def test_registering_a_model_twice_is_an_error() -> None:
+    with pytest.raises(RegistrationError) as error:
+        register(Post)
+    assert str(error.value) == (
+        "testapp.Post is already registered with IndexNow (by tests.testapp.indexnow.PostIndexNow)."
+    )
+    with pytest.raises(RegistrationError, match="already registered"):
+
+        @register(Page)
+        class Again(ModelIndexNow):
+            pass
+
+    assert isinstance(registry[Post], PostIndexNow)
+    assert type(registry[Page]) is ModelIndexNow
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        (
+            {"fields": ["title", "nope"]},
+            "fields names 'nope', which is not a field of testapp.Untracked.",
+        ),
+        ({"fields": "title"}, "fields must be a list of field names or None, not 'title'."),
+        (
+            {"publish_at": "title"},
+            "publish_at must name a DateTimeField or DateField of testapp.Untracked, not 'title'.",
+        ),
+    ],
+)
+def test_invalid_options_are_a_clear_error(attrs: dict[str, Any], message: str) -> None:
+    options = type("Broken", (ModelIndexNow,), attrs)
+    with pytest.raises(RegistrationError) as error:
+        register(Untracked, options)
+    assert str(error.value) == f"Broken for testapp.Untracked: {message}"
+    assert get_registration(Untracked) is None
+
+
+def test_a_model_registered_after_the_app_is_ready_is_tracked(engine: Any) -> None:
+    """What happens when another app registers a model from its own ready(), after ours."""
+
+    @register(Untracked)
+    class UntrackedIndexNow(ModelIndexNow):
+        def urls(self, obj: Any) -> list[str]:
+            return [f"/untracked/{obj.slug}/"]
+
+    try:
+        Untracked.objects.create(title="Late", slug="late")
+    finally:
+        unregister(Untracked)
+    Untracked.objects.create(title="Not any more", slug="gone")
+    assert sent(engine) == [[f"{BASE}/untracked/late/"]]
+
+
+def test_plain_register_uses_every_default(engine: Any) -> None:
+    page = Page.objects.create(path="/about/")
+    page.save()  # no change at all: every save of a default registration counts
+    assert sent(engine) == [[f"{BASE}/about/"], [f"{BASE}/about/"]]
+
+
+# The change table ---------------------------------------------------------------
+
+
+def test_saved_public_object_sends_its_url(engine: Any) -> None:
+    post = published("hello")
+    post.body = "More words."
+    post.save()
+    assert sent(engine) == [[f"{BASE}/posts/hello/"], [f"{BASE}/posts/hello/"]]
+
+
+def test_changed_slug_sends_old_and_new_urls(engine: Any, quiet: None) -> None:
+    post = published("old-slug")
+    engine.reset()
+    post.slug = "new-slug"
+    post.save()
+    assert sent(engine) == [[f"{BASE}/posts/new-slug/", f"{BASE}/posts/old-slug/"]]
+
+
+def test_unpublishing_sends_the_old_url(engine: Any) -> None:
+    post = published("going")
+    engine.reset()
+    post.status = Post.DRAFT
+    post.slug = "renamed-while-unpublished"
+    post.save()
+    assert sent(engine) == [[f"{BASE}/posts/going/"]]
+
+
+def test_deleting_a_public_object_sends_its_url(engine: Any) -> None:
+    post = published("bye")
+    engine.reset()
+    Post.objects.filter(pk=post.pk).delete()  # loaded afresh by the delete collector
+    assert sent(engine) == [[f"{BASE}/posts/bye/"]]
+
+
+def test_deleting_sends_the_stored_url_not_unsaved_edits(engine: Any) -> None:
+    post = published("stored")
+    engine.reset()
+    post.slug = "edited-not-saved"
+    post.delete()
+    assert sent(engine) == [[f"{BASE}/posts/stored/"]]
+
+
+def test_delete_computes_urls_while_the_rows_still_exist(
+    engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """urls() may follow relations that the delete removes (here the m2m rows)."""
+    post = published("tagged-bye")
+    post.tags.add(Tag.objects.create(name="news"))
+    engine.reset()
+
+    def with_tag_pages(obj: Any) -> list[str]:
+        return [obj.get_absolute_url(), *(f"/tags/{tag.name}/" for tag in obj.tags.all())]
+
+    monkeypatch.setattr(registry[Post], "urls", with_tag_pages)
+    post.delete()
+    assert sent(engine) == [[f"{BASE}/posts/tagged-bye/", f"{BASE}/tags/news/"]]
+
+
+def test_drafts_never_send_anything(engine: Any) -> None:
+    post = draft("secret")
+    post.title = "Still secret"
+    post.slug = "still-secret"
+    post.save()
+    post.delete()
+    assert sent(engine) == []
+
+
+def test_publishing_a_draft_sends_only_its_public_url(engine: Any) -> None:
+    post = draft("draft-slug")
+    post.slug = "public-slug"
+    post.status = Post.PUBLISHED
+    post.save()
+    assert sent(engine) == [[f"{BASE}/posts/public-slug/"]]
+
+
+def test_a_change_outside_fields_sends_nothing(engine: Any, quiet: None) -> None:
+    post = published("counted")
+    engine.reset()
+    post.views += 1
+    post.save()
+    Post.objects.get(pk=post.pk).save(update_fields=["views"])
+    assert sent(engine) == []
+    post.title = "Counted, retitled"
+    post.save()
+    assert sent(engine) == [[f"{BASE}/posts/counted/"]]
+
+
+def test_update_fields_limits_what_counts_as_changed(engine: Any) -> None:
+    post = published("partial")
+    engine.reset()
+    post.title = "Changed in memory only"
+    post.views = 3
+    post.save(update_fields=["views"])
+    assert sent(engine) == []
+
+
+def test_published_with_a_future_publish_time_sends_nothing_now(engine: Any) -> None:
+    published("later", published_at=timezone.now() + datetime.timedelta(hours=1))
+    published("earlier", published_at=timezone.now() - datetime.timedelta(hours=1))
+    assert sent(engine) == [[f"{BASE}/posts/earlier/"]]
+
+
+def test_moving_the_publish_time_to_the_future_sends_the_old_url(engine: Any) -> None:
+    post = published("embargoed")
+    engine.reset()
+    post.published_at = timezone.now() + datetime.timedelta(days=1)
+    post.save()
+    assert sent(engine) == [[f"{BASE}/posts/embargoed/"]]
+
+
+def test_deferred_field_set_after_loading_still_knows_the_old_url(engine: Any) -> None:
+    post = published("deferred")
+    engine.reset()
+    partial = Post.objects.only("title").get(pk=post.pk)
+    partial.slug = "undeferred"
+    with CaptureQueriesContext(connection) as queries:
+        partial.save()
+    assert sent(engine) == [[f"{BASE}/posts/undeferred/", f"{BASE}/posts/deferred/"]]
+    # The old slug was unknown: one SELECT of just that column, then the UPDATE.
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["SELECT", "UPDATE"]
+
+
+def test_overwriting_a_row_by_primary_key_knows_the_old_url(engine: Any) -> None:
+    post = published("first")
+    engine.reset()
+    Post(pk=post.pk, title="Replaced", slug="replaced", status=Post.PUBLISHED).save()
+    assert sent(engine) == [[f"{BASE}/posts/replaced/", f"{BASE}/posts/first/"]]
+
+
+def test_a_json_value_changed_in_place_counts_as_a_change(engine: Any) -> None:
+    document = Document.objects.create(name="spec", data={"sections": ["intro"]})
+    engine.reset()
+    document.name = "spec"
+    document.save()
+    assert sent(engine) == []
+    document.data["sections"].append("details")
+    document.save()
+    assert sent(engine) == [[f"{BASE}/documents/spec/"]]
+    loaded = Document.objects.get(pk=document.pk)
+    loaded.data["sections"].pop()
+    loaded.save()
+    assert sent(engine)[1:] == [[f"{BASE}/documents/spec/"]]
+
+
+# m2m ---------------------------------------------------------------------------
+
+
+def test_m2m_changes_count_as_a_change_of_the_object(engine: Any) -> None:
+    post = published("tagged")
+    news, misc = Tag.objects.create(name="news"), Tag.objects.create(name="misc")
+    engine.reset()
+    post.tags.add(news)
+    post.tags.add(news)  # already there: nothing changes
+    post.tags.remove(news)
+    post.tags.set([news, misc])
+    post.tags.clear()
+    url = f"{BASE}/posts/tagged/"
+    assert sent(engine) == [[url], [url], [url], [url]]
+
+
+def test_m2m_changes_from_the_other_side_count_too(engine: Any) -> None:
+    post = published("from-the-tag")
+    hidden = draft("hidden-draft")
+    tag = Tag.objects.create(name="news")
+    engine.reset()
+    tag.post_set.add(post, hidden)
+    tag.post_set.remove(post)
+    tag.post_set.add(post)
+    tag.post_set.clear()
+    url = f"{BASE}/posts/from-the-tag/"
+    assert sent(engine) == [[url], [url], [url], [url]]
+
+
+def test_m2m_changes_of_a_draft_send_nothing(engine: Any) -> None:
+    post = draft("tagged-draft")
+    post.tags.add(Tag.objects.create(name="news"))
+    assert sent(engine) == []
+
+
+# Raw saves ----------------------------------------------------------------------
+
+
+def test_loaddata_sends_nothing(engine: Any, tmp_path: Path) -> None:
+    fixture = tmp_path / "posts.json"
+    fixture.write_text(
+        json.dumps(
+            [
+                {"model": "testapp.tag", "pk": 1, "fields": {"name": "news"}},
+                {
+                    "model": "testapp.post",
+                    "pk": 1,
+                    "fields": {
+                        "title": "Loaded",
+                        "slug": "loaded",
+                        "status": "published",
+                        "tags": [1],
+                    },
+                },
+                {"model": "testapp.page", "pk": 1, "fields": {"path": "/loaded-page/"}},
+            ]
+        )
+    )
+    call_command("loaddata", str(fixture), verbosity=0)
+    assert Post.objects.get(pk=1).tags.count() == 1
+    assert sent(engine) == []
+
+
+# Failures in the user's code ------------------------------------------------------
+
+
+def test_raising_urls_never_breaks_the_save(
+    engine: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_urls(obj: Any) -> list[str]:
+        raise ValueError("no URL for this one")
+
+    with caplog.at_level(logging.ERROR, logger="indexnow_django"), batch():
+        monkeypatch.setattr(registry[Page], "urls", broken_urls)
+        page = Page.objects.create(path="/broken/")
+        monkeypatch.undo()
+        Page.objects.create(path="/fine/")
+    assert Page.objects.filter(pk=page.pk).exists()
+    assert sent(engine) == [[f"{BASE}/fine/"]]
+    [record] = [r for r in caplog.records if r.name == "indexnow_django.tracking"]
+    assert record.getMessage() == (
+        f"IndexNow could not work out the URLs of a save model=testapp.Page pk={page.pk}; "
+        "nothing is submitted for this object"
+    )
+    assert record.exc_info is not None and record.exc_info[0] is ValueError
+
+
+def test_raising_is_published_never_breaks_a_save_or_delete(
+    engine: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    post = published("fragile")
+    pk = post.pk
+    engine.reset()
+
+    def broken(obj: Any) -> bool:
+        raise KeyError("status")
+
+    monkeypatch.setattr(registry[Post], "is_published", broken)
+    with caplog.at_level(logging.ERROR, logger="indexnow_django"):
+        post.slug = "fragile-2"
+        post.save()
+        post.delete()
+    assert not Post.objects.exists()
+    assert sent(engine) == []
+    messages = [r.getMessage() for r in caplog.records if r.name == "indexnow_django.tracking"]
+    assert messages == [
+        f"IndexNow could not work out the stored state before a save model=testapp.Post "
+        f"pk={pk}; nothing is submitted for this object",
+        f"IndexNow could not work out the URLs of a deleted object model=testapp.Post "
+        f"pk={pk}; nothing is submitted for this object",
+    ]
+
+
+# Switched off and cost -------------------------------------------------------------
+
+
+def test_disabled_collects_nothing(engine: Any, indexnow_settings: Any) -> None:
+    indexnow_settings(ENABLED=False)
+    with batch() as collector:
+        post = published("off")
+        post.slug = "still-off"
+        post.save()
+        post.tags.add(Tag.objects.create(name="news"))
+        post.delete()
+        assert collector.urls == {}
+    assert sent(engine) == []
+
+
+def test_a_tracked_save_costs_the_queries_of_an_untracked_one() -> None:
+    published("costly")
+    Untracked.objects.create(title="Costly", slug="costly")
+    tracked = Post.objects.get(slug="costly")
+    untracked = Untracked.objects.get(slug="costly")
+    with batch():
+        with CaptureQueriesContext(connection) as tracked_queries:
+            tracked.slug = "cheaper"
+            tracked.save()
+        with CaptureQueriesContext(connection) as untracked_queries:
+            untracked.slug = "cheaper"
+            untracked.save()
+    assert len(tracked_queries) == len(untracked_queries) == 1
+    assert tracked_queries[0]["sql"].startswith("UPDATE")
