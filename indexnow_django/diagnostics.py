@@ -386,6 +386,7 @@ class _QueueState:
     queue: Any
     connection: Any
     workers: list[Any]
+    is_async: bool
 
 
 def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | None:
@@ -454,13 +455,21 @@ def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | Non
         diag.add("workers", Status.FAIL, f"workers of queue {name!r} could not be listed: {exc}")
         _close(conn, name)
         return None
-    return _QueueState(queue, conn, workers)
+    return _QueueState(queue, conn, workers, is_async is not False)
 
 
 def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
     from rq.scheduler import RQScheduler
 
     name = conf.queue_name
+    if not state.is_async:
+        diag.add(
+            "workers",
+            Status.OK,
+            "no worker or scheduler is needed: jobs run inline (ASYNC is False)",
+        )
+        _wiring(diag)
+        return
     workers = state.workers
     start_hint = f"python manage.py rqworker {name} --with-scheduler"
     if not workers:
@@ -522,7 +531,11 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
             f"scheduler runs for queue {name!r}{where}",
             scheduler=details,
         )
+    _wiring(diag)
 
+
+def _wiring(diag: Diagnosis) -> None:
+    """Whether ``manage.py rqworker`` runs each job in a unit of work."""
     from .worker import WORKER_CLASS_LINE, configured_worker_class, is_wired
 
     path, cls = configured_worker_class()

@@ -408,6 +408,8 @@ def test_synchronous_queue_warns(
 
     assert error is None, output
     line(output, "WARN", "RQ_QUEUES['default']['ASYNC'] is False: jobs run synchronously")
+    line(output, "OK", "no worker or scheduler is needed: jobs run inline (ASYNC is False)")
+    assert "no worker listens" not in output and "no scheduler runs" not in output
 
 
 def test_plain_rq_worker_class_warns_with_the_line_to_add(
@@ -501,11 +503,9 @@ def test_scheduled_and_failed_jobs_are_counted(
 ) -> None:
     indexnow_settings(DISPATCH="queue")
     queue = Queue("default", connection=redis_conn)
-    queue.enqueue_in(timedelta(hours=1), "indexnow_django.normalize.normalize_url", "/later/")
+    queue.enqueue_in(timedelta(hours=1), "indexnow_django.jobs.deliver", ["/later/"])
     queue.enqueue_in(timedelta(hours=1), "os.path.join", "a", "b")  # some other app's job
-    failed = Job.create(
-        "indexnow_django.normalize.normalize_url", args=["/x/"], connection=redis_conn
-    )
+    failed = Job.create("indexnow_django.jobs.deliver", args=[["/x/"]], connection=redis_conn)
     failed.save()
     queue.failed_job_registry.add(failed, exc_string="SubmissionRejected: engine answered 403")
 

@@ -5,7 +5,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from django.apps import apps
@@ -16,7 +16,7 @@ from django.utils.module_loading import import_string
 from indexnow_django.client import IndexNowClient, Outcome, PostResult
 from indexnow_django.conf import get_settings
 from indexnow_django.exceptions import IndexNowConfigError
-from indexnow_django.normalize import InvalidURL, host_of, normalize_url
+from indexnow_django.normalize import InvalidURL, normalize_url
 
 #: Rows fetched per database round trip with ``--model``.
 MODEL_CHUNK_SIZE = 2000
@@ -26,8 +26,7 @@ MAX_INVALID_SHOWN = 100
 PROGRESS_INTERVAL = 0.25
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One URL as read, and where it was read (for error messages)."""
 
     raw: str
@@ -285,7 +284,8 @@ class Command(BaseCommand):
             except InvalidURL as exc:
                 self._invalid(entry, str(exc))
                 continue
-            host = host_of(url)
+            # A normalized URL is always scheme://host/path: its host is the third part.
+            host = url.split("/", 3)[2]
             if host not in hosts:
                 self._invalid(entry, f"host {host!r} is not in INDEXNOW['HOSTS']")
                 continue
