@@ -10,6 +10,10 @@ short while. With Django's Redis cache the claim is one pipelined
 both post it. Other backends fall back to ``get_many`` + ``set_many`` (atomic
 only within one process; ``indexnow_check`` and a system check warn when the
 cache cannot be shared with the workers).
+
+The store never stops a send: when the cache cannot be reached (often the
+same Redis as the queue, down), every URL is sent as if nothing had been
+sent before, and a warning says so.
 """
 
 from __future__ import annotations
@@ -63,10 +67,29 @@ class DebounceStore:
         """Mark ``urls`` in flight for ``engine``; return those this caller may send.
 
         A URL accepted within the TTL, or claimed by another sender right now,
-        is left out. ``force`` claims every URL regardless.
+        is left out. ``force`` claims every URL regardless. When the cache
+        cannot be reached every URL may be sent.
         """
         if not self.enabled or not urls:
             return list(urls)
+        try:
+            return self._claim(engine, urls, force=force)
+        except Exception as exc:
+            self._unavailable("claim", engine, len(urls), exc)
+            return list(urls)
+
+    def _unavailable(self, action: str, engine: str, count: int, exc: Exception) -> None:
+        logger.warning(
+            "IndexNow debounce cache %r unavailable (%s: %s): %s skipped for engine=%s count=%d",
+            self.cache_alias,
+            type(exc).__name__,
+            exc,
+            action,
+            engine,
+            count,
+        )
+
+    def _claim(self, engine: str, urls: Sequence[str], *, force: bool) -> list[str]:
         keys = {self._key(engine, url): url for url in urls}
         cache = self.cache
         if force:
@@ -96,9 +119,16 @@ class DebounceStore:
     def record(self, engine: str, urls: Sequence[str]) -> None:
         """``engine`` accepted ``urls``: do not send them to it again within the TTL."""
         if self.enabled and urls:
-            self.cache.set_many({self._key(engine, url): SENT for url in urls}, timeout=self.ttl)
+            try:
+                sent = {self._key(engine, url): SENT for url in urls}
+                self.cache.set_many(sent, timeout=self.ttl)
+            except Exception as exc:
+                self._unavailable("record", engine, len(urls), exc)
 
     def release(self, engine: str, urls: Sequence[str]) -> None:
         """Drop the claims on ``urls`` (not accepted): a later attempt may send them."""
         if self.enabled and urls:
-            self.cache.delete_many([self._key(engine, url) for url in urls])
+            try:
+                self.cache.delete_many([self._key(engine, url) for url in urls])
+            except Exception as exc:
+                self._unavailable("release", engine, len(urls), exc)

@@ -48,11 +48,11 @@ class UnitOfWorkMixin:
         return result
 
 
-class Worker(UnitOfWorkMixin, RQWorker):  # type: ignore[misc]
+class Worker(UnitOfWorkMixin, RQWorker):
     """rq's forking worker, with a unit of work per job."""
 
 
-class SimpleWorker(UnitOfWorkMixin, RQSimpleWorker):  # type: ignore[misc]
+class SimpleWorker(UnitOfWorkMixin, RQSimpleWorker):
     """rq's non-forking worker, with a unit of work per job."""
 
 

@@ -56,6 +56,7 @@ class WorkerProcess:
         log_dir: Path,
         name: str | None = None,
         extra_env: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.name = name or f"test-worker-{uuid.uuid4().hex[:8]}"
         self.queues = tuple(queues)
@@ -63,6 +64,7 @@ class WorkerProcess:
         self.overrides = dict(overrides or {})
         self.log_path = log_dir / f"{self.name}.log"
         self.extra_env = dict(extra_env or {})
+        self.extra_args = tuple(extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
@@ -77,6 +79,7 @@ class WorkerProcess:
         command = [sys.executable, "-m", "django", "rqworker", *self.queues, "--name", self.name]
         if self.with_scheduler:
             command.append("--with-scheduler")
+        command.extend(self.extra_args)
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
                 command,
@@ -152,7 +155,9 @@ def start_worker(
     request: pytest.FixtureRequest, redis_conn: redis.Redis, tmp_path: Path
 ) -> Iterator[Callable[..., WorkerProcess]]:
     """Start a real rq worker: ``start_worker(overrides=None, *, queues=("default",),
-    with_scheduler=True, extra_env=None)``; stopped after the test.
+    with_scheduler=True, extra_env=None, extra_args=())``; stopped after the test.
+
+    ``extra_args`` go to ``manage.py rqworker`` (e.g. ``["--worker-class", "rq.Worker"]``).
 
     Depends on ``redis_conn``, so the queue database is empty when the first
     worker starts (no stale scheduler lock or registered worker).
@@ -167,6 +172,7 @@ def start_worker(
         queues: Sequence[str] = ("default",),
         with_scheduler: bool = True,
         extra_env: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
         timeout: float = 30.0,
     ) -> WorkerProcess:
         worker = WorkerProcess(
@@ -175,6 +181,7 @@ def start_worker(
             with_scheduler=with_scheduler,
             log_dir=log_dir,
             extra_env=extra_env,
+            extra_args=extra_args,
         ).start()
         started.append(worker)
         worker.wait_until_ready(redis_conn, timeout)

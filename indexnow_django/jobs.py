@@ -1,0 +1,184 @@
+"""The rq job that sends a flush's URLs, retries through rq's scheduler, and fails finally.
+
+:func:`deliver` runs in a worker. It sends through
+:func:`indexnow_django.submitter.deliver_now` (debounce, group by host, split,
+one POST per batch and engine) and then, from what each engine answered:
+
+* accepted: recorded in the debounce store (by the submitter);
+* retryable (429, 5xx, timeout, network error, ``SiteVerificationNotCompleted``):
+  a *new* job per engine, for exactly the URLs that engine did not take, in
+  ``conf.retry.delay(...)`` seconds through rq's scheduler, with the same batch
+  id and ``attempt + 1``. At ``MAX_ATTEMPTS`` the job fails with
+  :class:`~indexnow_django.exceptions.RetriesExhausted`;
+* final rejection (400, 403, 422, other 4xx): the job fails at once with
+  :class:`~indexnow_django.exceptions.SubmissionRejected`, so it lands in rq's
+  failed job registry with the engine's answer and a hint. Requeued from
+  there (``rq requeue`` or django-rq's admin) it sends again.
+
+A job on a synchronous queue (``"ASYNC": False``) runs in the process that
+flushed, where no retry can be delayed: a retryable answer fails the job at
+once, saying so, and it can be requeued from the failed job registry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from .client import PostResult
+from .conf import IndexNowSettings, get_settings
+from .dispatch import enqueue, get_queue, new_batch_id, rejection_hint
+from .exceptions import RetriesExhausted, SubmissionRejected
+from .submitter import deliver_now
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["deliver"]
+
+
+def deliver(
+    urls: Sequence[str],
+    *,
+    batch_id: str | None = None,
+    attempt: int = 1,
+    engines: Sequence[str] | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Send ``urls`` to the engines (all, or the endpoints in ``engines``); see the module.
+
+    Returns a summary (plain data, kept as the job's result).
+    """
+    conf = get_settings()
+    batch_id = batch_id or new_batch_id()
+    report = deliver_now(urls, engines=engines, force=force, batch_id=batch_id, conf=conf)
+    if engines is not None and not report.results and not report.debounced:
+        configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
+        gone = [engine for engine in engines if engine not in configured]
+        if gone:
+            logger.warning(
+                "IndexNow retry dropped batch=%s attempt=%d: engine(s) %s no longer in "
+                "INDEXNOW['ENGINES']",
+                batch_id,
+                attempt,
+                ", ".join(gone),
+            )
+
+    retry_jobs: list[str] = []
+    exhausted: list[PostResult] = []
+    if report.retryable:
+        retry_jobs, exhausted = _retry(report.retryable, batch_id, attempt, force, conf)
+
+    if report.rejected:
+        raise _rejected(report.rejected, exhausted, batch_id, attempt, conf)
+    if exhausted:
+        raise _exhausted(exhausted, batch_id, attempt, conf)
+    return {
+        "batch_id": batch_id,
+        "attempt": attempt,
+        "accepted": report.sent_count,
+        "debounced": report.debounced_count,
+        "retry_jobs": retry_jobs,
+    }
+
+
+def _retry(
+    results: list[PostResult], batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
+) -> tuple[list[str], list[PostResult]]:
+    """Schedule one new job per engine; return their ids and the results not retried."""
+    if attempt >= conf.retry.max_attempts:
+        return [], results
+    queue = get_queue(conf)
+    if not queue.is_async:
+        logger.warning(
+            "IndexNow not retried batch=%s attempt=%d: queue %r is synchronous (ASYNC: False) "
+            "and cannot delay a job",
+            batch_id,
+            attempt,
+            queue.name,
+        )
+        return [], results
+    by_engine: dict[str, list[PostResult]] = {}
+    for result in results:
+        by_engine.setdefault(result.engine.endpoint, []).append(result)
+    job_ids: list[str] = []
+    for endpoint, engine_results in by_engine.items():
+        urls = list(dict.fromkeys(url for r in engine_results for url in r.urls))
+        delay = max(conf.retry.delay(r.status, attempt, r.retry_after) for r in engine_results)
+        job = enqueue(
+            queue,
+            urls,
+            batch_id=batch_id,
+            attempt=attempt + 1,
+            engines=[endpoint],
+            force=force,
+            delay=delay,
+            conf=conf,
+        )
+        first = engine_results[0]
+        logger.warning(
+            "IndexNow retry batch=%s engine=%s count=%d status=%s attempt=%d/%d in=%.1fs job=%s",
+            batch_id,
+            first.engine.name,
+            len(urls),
+            first.status if first.status is not None else "-",
+            attempt + 1,
+            conf.retry.max_attempts,
+            delay,
+            job.id,
+        )
+        job_ids.append(job.id)
+    return job_ids, []
+
+
+def _describe(result: PostResult) -> str:
+    plural = "" if len(result.urls) == 1 else "s"
+    return f"{len(result.urls)} URL{plural} for {result.host}: {result.message}"
+
+
+def _rejected(
+    rejected: list[PostResult],
+    exhausted: list[PostResult],
+    batch_id: str,
+    attempt: int,
+    conf: IndexNowSettings,
+) -> SubmissionRejected:
+    first = rejected[0]
+    parts = [f"{_describe(r)}. {rejection_hint(r.status, r.host, conf)}" for r in rejected]
+    parts += [
+        f"{_describe(r)} (not retried: attempt {attempt} of {conf.retry.max_attempts})"
+        for r in exhausted
+    ]
+    message = f"IndexNow batch {batch_id} was rejected: " + " ".join(parts)
+    for result in rejected:
+        logger.error(
+            "IndexNow rejected batch=%s engine=%s host=%s count=%d status=%s: %s",
+            batch_id,
+            result.engine.name,
+            result.host,
+            len(result.urls),
+            result.status,
+            result.message,
+        )
+    return SubmissionRejected(
+        message, engine=first.engine.name, status=first.status, host=first.host
+    )
+
+
+def _exhausted(
+    exhausted: list[PostResult], batch_id: str, attempt: int, conf: IndexNowSettings
+) -> RetriesExhausted:
+    maximum = conf.retry.max_attempts
+    if attempt >= maximum:
+        why = f"gave up after {attempt} attempts (RETRY['MAX_ATTEMPTS'] is {maximum})"
+    else:
+        why = (
+            f"not retried after attempt {attempt} of {maximum}: the queue runs jobs "
+            "synchronously (ASYNC: False) and cannot delay a retry"
+        )
+    details = "; ".join(_describe(r) for r in exhausted)
+    logger.error("IndexNow failed batch=%s attempt=%d/%d: %s", batch_id, attempt, maximum, why)
+    return RetriesExhausted(
+        f"IndexNow batch {batch_id} {why}: {details}. Requeue the job to try again.",
+        attempts=attempt,
+    )

@@ -1,0 +1,122 @@
+"""Reading rq's state in tests: jobs, registries, and waiting for a job to end."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import django_rq
+import redis
+from rq.job import Job, JobStatus
+from rq.registry import (
+    FailedJobRegistry,
+    FinishedJobRegistry,
+    ScheduledJobRegistry,
+    StartedJobRegistry,
+)
+
+from indexnow_django.dispatch import META_ATTEMPT, META_BATCH_ID
+
+QUEUE = "default"
+
+FAST_RETRY = {
+    "MAX_ATTEMPTS": 3,
+    "BASE_DELAY": 1,
+    "MULTIPLIER": 1,
+    "MAX_DELAY": 10,
+    "SERVER_ERROR_DELAY": 1,
+}
+
+
+def queue_job_ids(conn: redis.Redis) -> list[str]:
+    """Ids of the jobs waiting in the queue (not scheduled, not started)."""
+    return list(django_rq.get_queue(QUEUE, connection=conn).job_ids)
+
+
+def all_job_ids(conn: redis.Redis) -> set[str]:
+    """Every job the queue knows: waiting, scheduled, started, finished, failed."""
+    ids = set(queue_job_ids(conn))
+    for registry_class in (
+        ScheduledJobRegistry,
+        StartedJobRegistry,
+        FinishedJobRegistry,
+        FailedJobRegistry,
+    ):
+        ids.update(registry_class(QUEUE, connection=conn).get_job_ids())
+    return ids
+
+
+def fetch(conn: redis.Redis, job_id: str) -> Job:
+    return Job.fetch(job_id, connection=conn)
+
+
+def batch_jobs(conn: redis.Redis, batch_id: str) -> list[Job]:
+    """The jobs of one batch, by attempt."""
+    jobs = [job for job in Job.fetch_many(list(all_job_ids(conn)), connection=conn) if job]
+    jobs = [job for job in jobs if job.meta.get(META_BATCH_ID) == batch_id]
+    return sorted(jobs, key=lambda job: job.meta.get(META_ATTEMPT, 0))
+
+
+def only_queued_job(conn: redis.Redis) -> Job:
+    ids = queue_job_ids(conn)
+    assert len(ids) == 1, ids
+    return fetch(conn, ids[0])
+
+
+def failed_ids(conn: redis.Redis) -> list[str]:
+    return FailedJobRegistry(QUEUE, connection=conn).get_job_ids()
+
+
+def finished_ids(conn: redis.Redis) -> list[str]:
+    return FinishedJobRegistry(QUEUE, connection=conn).get_job_ids()
+
+
+def wait_for_status(
+    conn: redis.Redis, job_ids: Iterable[str], statuses: Iterable[str], timeout: float = 20.0
+) -> dict[str, str]:
+    """Block until every job has one of ``statuses``; return their statuses."""
+    wanted = {JobStatus(s) for s in statuses}
+    ids = list(job_ids)
+    deadline = time.monotonic() + timeout
+    while True:
+        current = {job_id: fetch(conn, job_id).get_status() for job_id in ids}
+        if all(status in wanted for status in current.values()):
+            return {job_id: str(status.value) for job_id, status in current.items()}
+        if time.monotonic() > deadline:
+            raise AssertionError(f"jobs not {sorted(wanted)} after {timeout:g}s: {current}")
+        time.sleep(0.05)
+
+
+def wait_for_batch(
+    conn: redis.Redis, batch_id: str, count: int, status: str, timeout: float = 20.0
+) -> list[Job]:
+    """Block until the batch has ``count`` jobs and the last one has ``status``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = batch_jobs(conn, batch_id)
+        if len(jobs) >= count and jobs[-1].get_status() == JobStatus(status):
+            return jobs
+        if time.monotonic() > deadline:
+            states = [(job.id, job.meta.get(META_ATTEMPT), job.get_status()) for job in jobs]
+            raise AssertionError(f"batch {batch_id}: {states} after {timeout:g}s")
+        time.sleep(0.05)
+
+
+def wait_for_count(count_of: Callable[[], int], count: int, timeout: float = 20.0) -> int:
+    """Block until ``count_of()`` reaches ``count``; return it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        current = count_of()
+        if current >= count:
+            return current
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{current} of {count} after {timeout:g}s")
+        time.sleep(0.05)
+
+
+def exc_string(job: Job) -> str:
+    """The traceback rq kept for a failed job."""
+    result = job.latest_result()
+    text: Any = result.exc_string if result is not None else job.exc_info
+    return str(text or "")

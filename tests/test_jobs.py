@@ -1,0 +1,287 @@
+"""The delivery job on real rq workers: retries through rq's scheduler, final failures,
+requeue, several engines, several workers.
+
+Each test flushes with ``dispatch()`` (one job waits in the queue), then starts a
+real ``manage.py rqworker --with-scheduler`` with the same settings, and reads
+what the loopback engine received and what rq's registries hold. Delays are
+short (1-2 s); rq's scheduler looks for due jobs about once a second, so a
+retry due in ``d`` seconds runs between ``d`` and ``d + 1.5`` seconds later.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from email.utils import formatdate
+from typing import Any
+
+import pytest
+from rq.worker import Worker as RQWorker
+
+from indexnow_django.dispatch import META_ATTEMPT, META_BATCH_ID, dispatch
+from indexnow_django.testing import LoopbackEngine, Reply
+from tests.rqhelpers import (
+    FAST_RETRY,
+    batch_jobs,
+    exc_string,
+    failed_ids,
+    fetch,
+    finished_ids,
+    only_queued_job,
+    wait_for_batch,
+    wait_for_count,
+    wait_for_status,
+)
+
+pytestmark = pytest.mark.worker
+
+KEY = "test-key-0123456789"
+A = "https://www.example.com/a/"
+B = "https://www.example.com/b/"
+
+#: What a retry may take beyond its delay: the scheduler's 1 s poll and a job start.
+SLACK = 1.8
+
+
+def queue_settings(indexnow_settings: Any, **changes: Any) -> dict[str, Any]:
+    """Queue dispatch with fast retries, here and (returned) for the worker."""
+    overrides: dict[str, Any] = {"DISPATCH": "queue", "RETRY": dict(FAST_RETRY), **changes}
+    indexnow_settings(**overrides)
+    return overrides
+
+
+def gaps(engine: LoopbackEngine) -> list[float]:
+    times = [post.received_at for post in engine.posts]
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
+
+
+def test_429_with_retry_after_sends_again_that_much_later_then_finishes(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    overrides = queue_settings(indexnow_settings, RETRY={**FAST_RETRY, "BASE_DELAY": 30})
+    engine.queue_replies(Reply(429, headers={"Retry-After": "2"}))
+    dispatch(["/a/", "/b/"])
+    first = only_queued_job(redis_conn)
+    batch_id = first.meta[META_BATCH_ID]
+    worker = start_worker(overrides)
+
+    posts = engine.wait_for_posts(2, timeout=15)
+    assert [post.urls for post in posts] == [[A, B], [A, B]]
+    [gap] = gaps(engine)
+    assert 2.0 <= gap < 2.0 + SLACK
+
+    first_again, second = wait_for_batch(redis_conn, batch_id, 2, "finished")
+    assert first_again.id == first.id
+    assert second.id != first.id
+    assert first.get_status() == "finished"
+    assert second.meta == {META_BATCH_ID: batch_id, META_ATTEMPT: 2}
+    assert second.args == ([A, B],)
+    assert second.kwargs["attempt"] == 2
+    assert second.kwargs["engines"] == [engine.url]
+    assert failed_ids(redis_conn) == []
+    output = worker.output()
+    assert f"IndexNow retry batch={batch_id} engine=127.0.0.1:{engine.port} count=2 " in output
+    assert "status=429 attempt=2/3 in=2.0s" in output
+    assert output.count(f"IndexNow POST batch={batch_id} ") == 2
+
+
+def test_429_without_retry_after_backs_off_and_fails_after_max_attempts(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    overrides = queue_settings(
+        indexnow_settings, RETRY={**FAST_RETRY, "BASE_DELAY": 1, "MULTIPLIER": 2}
+    )
+    engine.default = Reply(429, body="slow down")
+    dispatch(["/a/"])
+    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+    start_worker(overrides)
+
+    jobs = wait_for_batch(redis_conn, batch_id, 3, "failed", timeout=20)
+    assert len(engine.posts) == 3
+    first_gap, second_gap = gaps(engine)
+    assert 1.0 <= first_gap < 1.0 + SLACK  # BASE_DELAY
+    assert 2.0 <= second_gap < 2.0 + SLACK  # BASE_DELAY x MULTIPLIER
+    assert [job.get_status() for job in jobs] == ["finished", "finished", "failed"]
+    assert failed_ids(redis_conn) == [jobs[-1].id]
+    text = exc_string(jobs[-1])
+    assert "RetriesExhausted" in text
+    assert "gave up after 3 attempts (RETRY['MAX_ATTEMPTS'] is 3)" in text
+    assert "answered 429 (too many requests): slow down" in text
+
+
+def test_503_waits_server_error_delay_not_base_delay(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    overrides = queue_settings(
+        indexnow_settings, RETRY={**FAST_RETRY, "BASE_DELAY": 30, "SERVER_ERROR_DELAY": 1}
+    )
+    engine.queue_replies(Reply(503))
+    dispatch(["/a/"])
+    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+    start_worker(overrides)
+
+    wait_for_batch(redis_conn, batch_id, 2, "finished")
+    [gap] = gaps(engine)
+    assert 1.0 <= gap < 1.0 + SLACK
+
+
+def test_network_error_is_retried_then_fails_naming_the_count(
+    indexnow_settings, start_worker, redis_conn
+):
+    from tests.services import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/indexnow"
+    overrides = queue_settings(
+        indexnow_settings, ENGINES=[dead], RETRY={**FAST_RETRY, "MAX_ATTEMPTS": 2}
+    )
+    dispatch(["/a/"])
+    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+    start_worker(overrides)
+
+    jobs = wait_for_batch(redis_conn, batch_id, 2, "failed")
+    text = exc_string(jobs[-1])
+    assert "gave up after 2 attempts" in text
+    assert "network error" in text
+
+
+def test_403_fails_at_once_with_the_answer_the_hint_and_the_key_file_url_then_requeue_sends(
+    engine, indexnow_settings, start_worker, redis_conn, redis_url
+):
+    overrides = queue_settings(indexnow_settings)
+    engine.queue_replies(Reply(403, body="UserForbiddedToAccessSite"))
+    dispatch(["/a/"])
+    job = only_queued_job(redis_conn)
+    start_worker(overrides)
+
+    wait_for_status(redis_conn, [job.id], ["failed"])
+    assert failed_ids(redis_conn) == [job.id]
+    assert len(engine.posts) == 1
+    text = exc_string(fetch(redis_conn, job.id))
+    assert "SubmissionRejected" in text
+    assert "UserForbiddedToAccessSite" in text
+    assert "answered 403" in text
+    assert "Run manage.py indexnow_check" in text
+    assert f"https://www.example.com/{KEY}.txt" in text
+    assert len(batch_jobs(redis_conn, job.meta[META_BATCH_ID])) == 1  # no retry
+
+    # rq's own command line moves it back to the queue; the worker sends again.
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rq.cli",
+            "requeue",
+            "--url",
+            f"{redis_url}/0",
+            "--queue",
+            "default",
+            job.id,
+        ],
+        check=True,
+        capture_output=True,
+    )
+    wait_for_status(redis_conn, [job.id], ["finished"])
+    assert [post.urls for post in engine.wait_for_posts(2)] == [[A], [A]]
+    assert failed_ids(redis_conn) == []
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_other_final_rejections_fail_without_key_url(
+    status, engine, indexnow_settings, start_worker, redis_conn
+):
+    overrides = queue_settings(indexnow_settings)
+    engine.queue_replies(Reply(status, body="nope"))
+    dispatch(["/a/"])
+    job = only_queued_job(redis_conn)
+    start_worker(overrides)
+
+    wait_for_status(redis_conn, [job.id], ["failed"])
+    text = exc_string(fetch(redis_conn, job.id))
+    assert f"answered {status}" in text
+    assert "Run manage.py indexnow_check" in text
+    assert ".txt" not in text
+
+
+def test_two_engines_retry_only_the_one_that_answered_429(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    with LoopbackEngine() as second:
+        overrides = queue_settings(indexnow_settings, ENGINES=[engine.url, second.url])
+        second.queue_replies(Reply(429, headers={"Retry-After": "1"}))
+        dispatch(["/a/", "/b/"])
+        batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+        start_worker(overrides)
+
+        _, retry = wait_for_batch(redis_conn, batch_id, 2, "finished")
+        assert [post.urls for post in second.wait_for_posts(2)] == [[A, B], [A, B]]
+        assert [post.urls for post in engine.posts] == [[A, B]]
+        assert retry.kwargs["engines"] == [second.url]
+        assert retry.args == ([A, B],)
+
+
+def test_site_verification_not_completed_is_retried(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    overrides = queue_settings(indexnow_settings)
+    engine.queue_replies(
+        Reply(403, body='{"code":"SiteVerificationNotCompleted","message":"wait"}')
+    )
+    dispatch(["/a/"])
+    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+    start_worker(overrides)
+
+    jobs = wait_for_batch(redis_conn, batch_id, 2, "finished")
+    assert [job.get_status() for job in jobs] == ["finished", "finished"]
+    assert len(engine.posts) == 2
+    assert failed_ids(redis_conn) == []
+
+
+def test_retry_after_as_an_http_date(engine, indexnow_settings, start_worker, redis_conn):
+    overrides = queue_settings(indexnow_settings, RETRY={**FAST_RETRY, "BASE_DELAY": 30})
+    dispatch(["/a/"])
+    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+    start_worker(overrides)
+    # The date is taken when the engine answers, 3 s ahead (1 s resolution).
+    engine.queue_replies(
+        Reply(429, headers={"Retry-After": formatdate(time.time() + 3, usegmt=True)})
+    )
+
+    wait_for_batch(redis_conn, batch_id, 2, "finished", timeout=15)
+    [gap] = gaps(engine)
+    assert 2.0 <= gap < 3.0 + SLACK
+
+
+def test_max_delay_caps_retry_after(engine, indexnow_settings, start_worker, redis_conn):
+    overrides = queue_settings(indexnow_settings, RETRY={**FAST_RETRY, "MAX_DELAY": 1})
+    engine.queue_replies(Reply(429, headers={"Retry-After": "3600"}))
+    dispatch(["/a/"])
+    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+    worker = start_worker(overrides)
+
+    wait_for_batch(redis_conn, batch_id, 2, "finished")
+    [gap] = gaps(engine)
+    assert 1.0 <= gap < 1.0 + SLACK
+    assert "in=1.0s" in worker.output()
+
+
+def test_two_workers_and_ten_jobs_send_each_url_once(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    overrides = queue_settings(indexnow_settings, DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    urls = [f"/page/{i}/" for i in range(20)]
+    # A slow engine keeps the first claims in flight while the other worker runs jobs.
+    engine.default = Reply(200, delay=0.3)
+    first = start_worker(overrides)
+    second = start_worker(overrides)
+    for _ in range(10):
+        dispatch(urls)
+
+    wait_for_count(lambda: len(finished_ids(redis_conn)), 10)
+    assert sorted(engine.posted_urls()) == sorted(f"https://www.example.com{u}" for u in urls)
+    done = {w.name: w.successful_job_count for w in RQWorker.all(connection=redis_conn)}
+    assert done[first.name] > 0
+    assert done[second.name] > 0
+    assert done[first.name] + done[second.name] == 10
+    assert failed_ids(redis_conn) == []
