@@ -350,6 +350,20 @@ def test_only_invalid_input_is_an_error(engine: LoopbackEngine) -> None:
     assert engine.posts == []
 
 
+def test_invalid_entries_are_listed_up_to_a_hundred(engine: LoopbackEngine) -> None:
+    lines = [f"mailto:user{n}" for n in range(105)] + ["/fine/"]
+
+    stdout, stderr = submit("--file", "-", "--sync", stdin="\n".join(lines))
+
+    listed = stderr.splitlines()
+    assert len(listed) == 101
+    assert listed[0] == "stdin line 1: skipped 'mailto:user0': scheme 'mailto' is not http or https"
+    assert listed[99].startswith("stdin line 100: skipped 'mailto:user99'")
+    assert listed[100] == "(more invalid entries are not listed; --verbosity 2 lists them all)"
+    assert "106 read, 1 valid, 105 invalid" in summary(stdout)
+    assert engine.posted_urls() == [f"{BASE}/fine/"]
+
+
 def test_missing_file_is_an_error() -> None:
     with pytest.raises(CommandError, match=r"Cannot read /nonexistent/urls\.txt: No such file"):
         submit("--file", "/nonexistent/urls.txt")
@@ -410,6 +424,26 @@ def test_queue_mode_makes_one_job_per_batch_and_a_worker_sends_them(
     assert sorted(url for post in posts for url in post.urls) == sorted(
         f"{BASE}/item/{n}/" for n in range(25_000)
     )
+
+
+def test_queue_mode_leaves_out_debounced_urls_and_passes_force_to_the_job(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any], redis_conn: redis.Redis
+) -> None:
+    indexnow_settings(DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    submit("/seen/", "--sync")  # accepted by the engine: recorded in the shared cache
+    indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    queue = Queue("default", connection=redis_conn)
+
+    stdout, _ = submit("/seen/", "/new/")
+    forced, _ = submit("/seen/", "/new/", "--force")
+
+    first, second = queue.jobs
+    assert first.args == ([f"{BASE}/new/"],)
+    assert first.kwargs["force"] is False
+    assert second.args == ([f"{BASE}/seen/", f"{BASE}/new/"],)
+    assert second.kwargs["force"] is True
+    assert summary(stdout).endswith("1 debounced, 1 queued in 1 job(s), 0 failed.")
+    assert summary(forced).endswith("0 debounced, 2 queued in 1 job(s), 0 failed.")
 
 
 def test_queue_mode_with_redis_down_sends_now(
