@@ -4,7 +4,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -56,7 +56,7 @@ class _SiteDomain:
     """What ``Sitemap.get_urls`` needs of a site: its domain (from ``BASE_URL``)."""
 
     domain: str
-    name: str = field(default="")
+    name: str = ""
 
 
 class Command(BaseCommand):
@@ -134,6 +134,7 @@ class Command(BaseCommand):
         self.sync = options["sync"] or conf.resolved_dispatch == "sync"
         self.counts = Counts()
         self.failures: list[str] = []
+        self.hint = "Run manage.py indexnow_check."
         self.jobs = 0
         self.tty = self.stdout.isatty()
         self._progress_shown = False
@@ -143,7 +144,7 @@ class Command(BaseCommand):
             from indexnow_django.submitter import make_client
 
             self.client = make_client(conf)
-        if not self.sync and not self.dry_run and not options["sync"]:
+        if not self.sync and not self.dry_run:
             self._check_queue()
 
         entries = self._entries(options)
@@ -158,8 +159,7 @@ class Command(BaseCommand):
             shown = "; ".join(self.failures[:5])
             more = f" and {len(self.failures) - 5} more" if len(self.failures) > 5 else ""
             raise CommandError(
-                f"{self.counts.failed} URL(s) were not accepted: {shown}{more}. "
-                "Run manage.py indexnow_check."
+                f"{self.counts.failed} URL(s) were not accepted: {shown}{more}. {self.hint}"
             )
 
     def _check_queue(self) -> None:
@@ -168,8 +168,9 @@ class Command(BaseCommand):
 
         from indexnow_django.diagnostics import quick_redis_connection
 
+        conn = quick_redis_connection(self.conf.queue_name)
         try:
-            quick_redis_connection(self.conf.queue_name).ping()
+            conn.ping()
         except RedisError as exc:
             self.stderr.write(
                 self.style.WARNING(
@@ -181,6 +182,8 @@ class Command(BaseCommand):
 
             self.sync = True
             self.client = make_client(self.conf)
+        finally:
+            conn.connection_pool.disconnect()
 
     # ------------------------------------------------------------------ input
 
@@ -363,6 +366,7 @@ class Command(BaseCommand):
             self._write(f"Queued batch {self.counts.batches}: {len(fresh)} URL(s) for {host}")
 
     def _send_now(self, host: str, urls: list[str]) -> None:
+        from indexnow_django.dispatch import rejection_hint
         from indexnow_django.submitter import deliver_now
 
         conf = self.conf
@@ -406,8 +410,11 @@ class Command(BaseCommand):
             posted.update(result.urls)
             if result.outcome is not Outcome.ACCEPTED:
                 failed.update(result.urls)
-                attempts = f" after {attempt} attempts" if result.outcome is Outcome.RETRY else ""
-                self.failures.append(f"{result.message}{attempts}")
+                if result.outcome is Outcome.RETRY:
+                    self.failures.append(f"{result.message} after {attempt} attempts")
+                else:
+                    self.failures.append(result.message)
+                    self.hint = rejection_hint(result.status, result.host, conf)
         self.counts.debounced += len(urls) - len(posted)
         self.counts.failed += len(failed)
         self.counts.sent += len(posted) - len(failed)
