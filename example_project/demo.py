@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -257,15 +258,21 @@ class DemoEngine(LoopbackEngine):
             return len(self.answered)
 
 
-def describe_post(request: EngineRequest, reply: Reply, since: float | None) -> str:
-    when = f" {request.received_at - since:.1f} s after the change," if since is not None else ""
+def describe_post(
+    request: EngineRequest, reply: Reply, since: float | None, *, full: bool = False
+) -> str:
+    """What the engine received: the URLs, or the whole JSON body when ``full``."""
+    when = f" {request.received_at - since:.1f} s after the change," if since else ""
     lines = [f"engine <- POST {request.path}{when} answered {reply.status}"]
     try:
         body = request.json
     except ValueError:
         return "\n".join([*lines, f"   (not JSON: {request.body[:200]!r})"])
-    lines.append(f"   host={body.get('host')} key={body.get('key')}")
-    lines.extend(f"   {url}" for url in body.get("urlList", []))
+    if full:
+        lines.extend(f"   {line}" for line in json.dumps(body, indent=2).splitlines())
+    else:
+        lines.append(f"   host={body.get('host')} key={body.get('key')}")
+        lines.extend(f"   {url}" for url in body.get("urlList", []))
     return "\n".join(lines)
 
 
@@ -367,8 +374,9 @@ class Tour:
         """Wait for ``count`` more POSTs, print them, check the URLs of the first."""
         answered = self.s.engine.wait_for(self.seen + count)[self.seen :]
         for request, reply in answered:
-            say(describe_post(request, reply, self.admin.sent_at), 4)
-        self.seen += len(answered)
+            # The first request in full, to show the protocol; then the URLs.
+            say(describe_post(request, reply, self.admin.sent_at, full=self.seen == 0), 4)
+            self.seen += 1
         if len(answered) < count:
             raise DemoError(
                 f"the engine received {len(answered)} POST(s) within {STEP_TIMEOUT:g}s, "
@@ -713,12 +721,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--port",
         type=int,
-        default=0,
-        help="the dev server's port (default: a free one; 8000 with --serve when free)",
+        default=None,
+        help="the dev server's port (default: 8000 with --serve if free, else any free port)",
     )
     args = parser.parse_args(argv)
-    if args.serve and not args.port:
-        args.port = 8000
+    if args.port is None:
+        args.port = 8000 if args.serve else 0
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
@@ -735,6 +743,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if child.name != "redis-server":
                         say(child.log_tail(15))
                 return 1
+            except KeyboardInterrupt:
+                say("Interrupted.")
+                return 130
     except KeyboardInterrupt:
         say("Interrupted.")
         return 130

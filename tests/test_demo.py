@@ -1,0 +1,239 @@
+"""The example project's demo, run as a person runs it: one command, then everything stops."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+DEMO = Path(__file__).resolve().parents[1] / "example_project" / "demo.py"
+
+
+def demo_env() -> dict[str, str]:
+    """The environment of a fresh shell: none of the suite's services or settings.
+
+    Without ``REDIS_URL`` the demo starts its own Redis (a redis-server from PATH).
+    """
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name != "REDIS_URL" and not name.startswith(("INDEXNOW", "DJANGO_"))
+    }
+
+
+def started_pids(output: str, count: int = 3) -> list[int]:
+    """The pids the demo printed: dev server, worker and (when it started one) redis-server."""
+    pids = re.findall(r"^  (?:site|worker|redis) .*\bpid (\d+)\)?$", output, re.M)
+    assert len(pids) == count, output
+    return [int(pid) for pid in pids]
+
+
+def assert_stopped(pids: list[int]) -> None:
+    """Each process the demo started is gone, with whatever it started in its session."""
+    deadline = time.monotonic() + 10
+    for pid in pids:
+        while True:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, f"process group {pid} still runs"
+            time.sleep(0.1)
+
+
+def steps(output: str) -> dict[str, str]:
+    """``{step title: what the demo printed for it}``."""
+    parts = re.split(r"^\[\d+\] (.+)$", output, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def test_the_tour_shows_each_submission_and_stops_everything():
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, str(DEMO)],
+        env=demo_env(),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert time.monotonic() - started < 60, output
+
+    site = re.search(r"^  site\s+(http://127\.0\.0\.1:\d+)/", output, re.M)
+    assert site is not None, output
+    url = site.group(1)
+    tour = steps(output)
+    assert list(tour) == [
+        "Write a draft post",
+        "Publish it",
+        "Change its slug",
+        "Schedule a post 5 seconds ahead",
+        "Unpublish the first post",
+        "Delete the scheduled post",
+        "The engine answers 429 Too Many Requests (Retry-After: 2)",
+        "The engine answers 403 Forbidden (the key file does not match)",
+    ]
+
+    def posts(title: str) -> list[tuple[str, list[str]]]:
+        """``(status, URLs)`` of each POST the engine received during a step."""
+        found = []
+        for block in re.split(r"^ +engine <- POST ", tour[title], flags=re.M)[1:]:
+            status = re.search(r"answered (\d+)", block)
+            assert status is not None, block
+            # One URL a line: plain, or quoted in the JSON body shown for the first POST.
+            urls = re.findall(rf'^\s+"?({re.escape(url)}/[^\s",]*)"?,?$', block, re.M)
+            found.append((status.group(1), urls))
+        return found
+
+    assert "engine: nothing received" in tour["Write a draft post"]
+    assert posts("Write a draft post") == []
+    assert posts("Publish it") == [
+        ("200", [f"{url}/posts/hello-indexnow/", f"{url}/category/news/"])
+    ]
+    ((status, urls),) = posts("Change its slug")
+    assert status == "200"
+    assert sorted(urls) == sorted(
+        [f"{url}/posts/hello-indexnow/", f"{url}/posts/hello-again/", f"{url}/category/news/"]
+    )
+    assert posts("Schedule a post 5 seconds ahead") == [
+        ("200", [f"{url}/posts/coming-soon/", f"{url}/category/news/"])
+    ]
+    assert "rq holds a scheduled job: indexnow-publish-" in tour["Schedule a post 5 seconds ahead"]
+    assert posts("Unpublish the first post") == [
+        ("200", [f"{url}/posts/hello-again/", f"{url}/category/news/"])
+    ]
+    assert posts("Delete the scheduled post") == [
+        ("200", [f"{url}/posts/coming-soon/", f"{url}/category/news/"])
+    ]
+    assert posts("The engine answers 429 Too Many Requests (Retry-After: 2)") == [
+        ("429", [f"{url}/pages/about/"]),
+        ("200", [f"{url}/pages/about/"]),
+    ]
+    rejected = "The engine answers 403 Forbidden (the key file does not match)"
+    assert posts(rejected) == [("403", [f"{url}/pages/about/"])]
+    assert "is in the failed job registry" in tour[rejected]
+    assert "SubmissionRejected" in tour[rejected]
+
+    assert "Tour complete: 8 steps, 8 POSTs received by the engine" in output
+    assert output.rstrip().endswith("Stopped."), output
+    assert_stopped(started_pids(output))
+
+
+class Reader:
+    """Collects a process's output lines in a thread, and waits for one of them."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self.lines:
+                    match = re.search(pattern, line)
+                    if match:
+                        return match
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    pytest.fail(f"no line matching {pattern!r} in:\n" + "\n".join(self.lines))
+                self._changed.wait(remaining)
+
+    @property
+    def text(self) -> str:
+        with self._changed:
+            return "\n".join(self.lines)
+
+
+def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
+    proc = subprocess.Popen(
+        [sys.executable, str(DEMO), "--serve", "--port", "0"],
+        env=demo_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        out = Reader(proc)
+        admin = out.wait_for(r"^  admin\s+(http://127\.0\.0\.1:\d+)/admin/", 60).group(1)
+        out.wait_for(r"^Press Ctrl-C to stop\.$", 30)
+
+        # An editor adds a page in the admin.
+        session = requests.Session()
+        session.get(f"{admin}/admin/login/", timeout=10).raise_for_status()
+        login = session.post(
+            f"{admin}/admin/login/?next=/admin/",
+            data={
+                "username": "admin",
+                "password": "admin",
+                "next": "/admin/",
+                "csrfmiddlewaretoken": session.cookies["csrftoken"],
+            },
+            allow_redirects=False,
+            timeout=10,
+        )
+        assert login.status_code == 302
+        added = session.post(
+            f"{admin}/admin/blog/page/add/",
+            data={
+                "title": "Contact",
+                "slug": "contact",
+                "body": "Write to us.",
+                "_save": "1",
+                "csrfmiddlewaretoken": session.cookies["csrftoken"],
+            },
+            allow_redirects=False,
+            timeout=10,
+        )
+        assert added.status_code == 302
+
+        out.wait_for(r"engine <- POST /indexnow answered 200", 20)
+        out.wait_for(rf"^ +{re.escape(admin)}/pages/contact/$", 5)
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130, out.text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    out._thread.join(5)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    assert out.lines[-1] == "Stopped.", out.text
+    assert "Interrupted." in out.text
+    assert_stopped(started_pids(out.text))
+
+
+def test_a_reachable_redis_url_is_used_with_a_queue_of_its_own(redis_url):
+    """The demo uses the caller's Redis, but keeps its jobs off the queues other workers read."""
+    result = subprocess.run(
+        [sys.executable, str(DEMO)],
+        env={**demo_env(), "REDIS_URL": f"{redis_url}/0"},
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert re.search(rf"^  Redis\s+{re.escape(redis_url)}/0  \(REDIS_URL\)$", output, re.M), output
+    assert "manage.py rqworker indexnow-demo --with-scheduler" in output
+    assert "Tour complete: 8 steps, 8 POSTs received by the engine" in output
+    assert_stopped(started_pids(output, count=2))

@@ -1,0 +1,122 @@
+"""The documentation keeps up with the code: settings, check ids, commands, pages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import BaseCommand, load_command_class
+
+from indexnow_django import conf
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PACKAGE = ROOT / "indexnow_django"
+
+
+def literal(value: Any) -> str:
+    """A default as the configuration page writes it (Python, with double quotes)."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f'"{k}": {literal(v)}' for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def sections(markdown: str, level: str = "##") -> dict[str, str]:
+    """``{heading text: body}`` of the headings of one level."""
+    parts = re.split(rf"^{level} (.+)$", markdown, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+CONFIGURATION = sections((DOCS / "configuration.md").read_text())
+
+
+@pytest.mark.parametrize("name", list(conf.DEFAULTS))
+def test_every_setting_has_a_section_with_its_default(name):
+    body = CONFIGURATION.get(f"`{name}`")
+    assert body is not None, f"docs/configuration.md has no '## `{name}`' section"
+    assert f"Default: `{literal(conf.DEFAULTS[name])}`" in body
+    assert "*Why" in body, f"docs/configuration.md, section {name}: say why the default"
+
+
+@pytest.mark.parametrize(
+    ("name", "sub"),
+    [(n, s) for n, d in conf.DEFAULTS.items() if isinstance(d, dict) for s in d],
+)
+def test_every_nested_setting_has_a_row_with_its_default(name, sub):
+    body = CONFIGURATION[f"`{name}`"]
+    row = f"| `{sub}` | `{literal(conf.DEFAULTS[name][sub])}` |"
+    assert row in body, f"docs/configuration.md, section {name}: no row {row!r}"
+    line = next(line for line in body.splitlines() if line.startswith(row))
+    assert "*Why" in line, f"{name}[{sub!r}]: say why the default"
+
+
+def check_ids_in_code() -> set[str]:
+    ids: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        ids.update(re.findall(r"indexnow\.[EW]\d{3}", path.read_text()))
+    return ids
+
+
+def test_the_checks_page_lists_exactly_the_check_ids_of_the_code():
+    documented = set(
+        re.findall(r"^\| `(indexnow\.[EW]\d{3})` \|", (DOCS / "checks.md").read_text(), re.M)
+    )
+    in_code = check_ids_in_code()
+    assert in_code, "no check id found in the package"
+    assert in_code - documented == set(), "check ids missing from docs/checks.md"
+    assert documented - in_code == set(), "docs/checks.md lists ids the code does not have"
+
+
+def command_names() -> list[str]:
+    return sorted(
+        p.stem
+        for p in (PACKAGE / "management" / "commands").glob("*.py")
+        if not p.stem.startswith("_")
+    )
+
+
+def own_options(name: str) -> set[str]:
+    """The long options a command adds to those every Django command has."""
+    common = {
+        s for a in BaseCommand().create_parser("manage.py", "x")._actions for s in a.option_strings
+    }
+    command = load_command_class("indexnow_django", name)
+    parser = command.create_parser("manage.py", name)
+    return {
+        s
+        for a in parser._actions
+        for s in a.option_strings
+        if s.startswith("--") and s not in common
+    }
+
+
+@pytest.mark.parametrize("name", command_names())
+def test_every_command_and_option_is_documented(name):
+    body = sections((DOCS / "commands.md").read_text()).get(f"`{name}`")
+    assert body is not None, f"docs/commands.md has no '## `{name}`' section"
+    missing = sorted(o for o in own_options(name) if f"`{o}" not in body)
+    assert missing == [], f"{name}: options missing from docs/commands.md"
+
+
+def test_every_page_is_in_the_navigation_and_every_entry_exists():
+    mkdocs = (ROOT / "mkdocs.yml").read_text()
+    nav = mkdocs[mkdocs.index("\nnav:") :]
+    listed = set(re.findall(r":\s*([\w./-]+\.md)\s*$", nav, re.M))
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert pages - listed == set(), "pages missing from the nav of mkdocs.yml"
+    assert listed - pages == set(), "nav entries of mkdocs.yml without a page"
+
+
+def test_relative_links_between_pages_point_to_existing_pages():
+    broken = []
+    for page in DOCS.rglob("*.md"):
+        for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", page.read_text()):
+            if not (page.parent / target).exists():
+                broken.append(f"{page.name} -> {target}")
+    assert broken == []
