@@ -9,7 +9,8 @@ network I/O on the request path except the one enqueue:
     :func:`indexnow_django.jobs.deliver` on ``QUEUE["NAME"]``, enqueued now
     (the collector flushes after the transaction has committed, so the job is
     not deferred again by django-rq's ``COMMIT_MODE``), or after
-    ``QUEUE["DELAY"]`` seconds through rq's scheduler.
+    ``QUEUE["DELAY"]`` seconds (rounded up to a whole second, rq's resolution)
+    through rq's scheduler.
 
     A queue configured with ``"ASYNC": False`` (a development setting) runs
     the job at once, in the process that flushed; ``DELAY`` is ignored and a
@@ -28,9 +29,11 @@ fallback is logged: the request still succeeds and the URLs are not lost.
 from __future__ import annotations
 
 import logging
+import math
+import time
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from .conf import IndexNowSettings, get_settings, is_enabled
@@ -159,7 +162,10 @@ def enqueue(
         "meta": {META_BATCH_ID: batch_id, META_ATTEMPT: attempt},
     }
     if delay > 0 and queue.is_async:
-        job: Job = queue.enqueue_in(timedelta(seconds=delay), deliver, **options)
+        # rq keeps the due time in whole seconds and truncates it: round up, so
+        # that a job never runs before ``delay`` (an engine's Retry-After) is over.
+        due = datetime.fromtimestamp(math.ceil(time.time() + delay), tz=timezone.utc)
+        job: Job = queue.enqueue_at(due, deliver, **options)
     else:
         job = queue.enqueue(deliver, **options)
     return job

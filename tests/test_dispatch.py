@@ -1,0 +1,340 @@
+"""dispatch(): one job per flush in queue mode, a send after the response in sync mode,
+the Redis-down fallback, a synchronous (``ASYNC: False``) queue, and the cache check."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timezone
+from typing import Any
+
+import pytest
+from django.core import checks
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.test import override_settings
+from django.urls import path
+from rq.registry import ScheduledJobRegistry
+
+from indexnow_django import submit
+from indexnow_django.checks import check_queue_wiring
+from indexnow_django.dispatch import META_ATTEMPT, META_BATCH_ID, dispatch
+from indexnow_django.jobs import deliver
+from indexnow_django.testing import Reply
+from tests.rqhelpers import (
+    FAST_RETRY,
+    exc_string,
+    failed_ids,
+    fetch,
+    finished_ids,
+    only_queued_job,
+    queue_job_ids,
+)
+from tests.services import free_port
+
+A = "https://www.example.com/a/"
+B = "https://www.example.com/b/"
+KEY = "test-key-0123456789"
+
+
+def flush_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "indexnow_django.dispatch" and r.getMessage().startswith("IndexNow flush")
+    ]
+
+
+def closed_queue(**options: Any) -> dict[str, Any]:
+    """``RQ_QUEUES`` whose Redis is a closed loopback port."""
+    return {"default": {"URL": f"redis://127.0.0.1:{free_port()}/0", **options}}
+
+
+# Queue mode ------------------------------------------------------------------
+
+
+def test_one_flush_is_one_job_of_plain_strings(indexnow_settings, redis_conn, caplog, engine):
+    indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 42})
+    with caplog.at_level(logging.INFO, logger="indexnow_django"):
+        dispatch(["/a/", "https://WWW.example.com/b/#top", "/a/"])
+
+    job = only_queued_job(redis_conn)
+    assert job.func is deliver
+    assert job.args == ([A, B],)
+    assert all(type(url) is str for url in job.args[0])
+    assert job.kwargs == {"batch_id": job.meta[META_BATCH_ID], "attempt": 1, "force": False}
+    assert job.meta == {META_BATCH_ID: job.kwargs["batch_id"], META_ATTEMPT: 1}
+    assert job.timeout == 42
+    assert job.description == f"IndexNow: 2 URLs, batch {job.kwargs['batch_id']}, attempt 1"
+    assert flush_lines(caplog) == [
+        f"IndexNow flush batch={job.kwargs['batch_id']} mode=queue count=2 queue=default "
+        f"job={job.id}"
+    ]
+    assert engine.posts == []  # nothing is sent by the flushing process
+
+
+def test_force_travels_with_the_job(indexnow_settings, redis_conn):
+    indexnow_settings(DISPATCH="queue")
+    dispatch(["/a/"], force=True)
+    assert only_queued_job(redis_conn).kwargs["force"] is True
+
+
+def test_auto_means_queue_when_the_queue_is_configured(indexnow_settings, redis_conn, engine):
+    indexnow_settings(DISPATCH="auto")
+    dispatch(["/a/"])
+    assert len(queue_job_ids(redis_conn)) == 1
+    assert engine.posts == []
+
+
+def test_auto_means_sync_without_the_queue(indexnow_settings, redis_conn, engine):
+    indexnow_settings(DISPATCH="auto", QUEUE={"NAME": "elsewhere"})
+    dispatch(["/a/"])
+    assert queue_job_ids(redis_conn) == []
+    assert engine.posted_urls() == [A]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueued_at_once_inside_a_transaction_whatever_commit_mode_says(
+    indexnow_settings, redis_conn, settings
+):
+    """django-rq defers an enqueue inside atomic() by default; the flush comes after commit."""
+    settings.RQ = {**settings.RQ, "COMMIT_MODE": "on_db_commit"}
+    indexnow_settings(DISPATCH="queue")
+    with transaction.atomic():
+        dispatch(["/a/"])
+        assert len(queue_job_ids(redis_conn)) == 1
+
+
+def test_delay_schedules_the_job(indexnow_settings, redis_conn):
+    indexnow_settings(DISPATCH="queue", QUEUE={"DELAY": 30})
+    before = time.time()
+    dispatch(["/a/"])
+    assert queue_job_ids(redis_conn) == []
+    registry = ScheduledJobRegistry("default", connection=redis_conn)
+    [job_id] = registry.get_job_ids()
+    when = registry.get_scheduled_time(job_id).replace(tzinfo=timezone.utc).timestamp()
+    assert before + 29 <= when <= time.time() + 31
+
+
+def test_nothing_to_send_gives_no_job(indexnow_settings, redis_conn, caplog):
+    indexnow_settings(DISPATCH="queue")
+    with caplog.at_level(logging.INFO, logger="indexnow_django"):
+        dispatch([])
+        dispatch(["https://elsewhere.example.org/x/"])
+    assert queue_job_ids(redis_conn) == []
+    assert flush_lines(caplog) == []
+    assert "dropped 1 URL(s)" in caplog.text
+
+
+def test_disabled_gives_no_job(indexnow_settings, redis_conn, engine):
+    indexnow_settings(DISPATCH="queue", ENABLED=False)
+    dispatch(["/a/"])
+    assert queue_job_ids(redis_conn) == []
+    assert engine.posts == []
+
+
+# Sync mode -------------------------------------------------------------------
+
+
+def test_sync_without_response_sends_now(engine, caplog):
+    with caplog.at_level(logging.INFO, logger="indexnow_django"):
+        dispatch(["/a/"])
+    assert engine.posted_urls() == [A]
+    [line] = flush_lines(caplog)
+    assert line.endswith("mode=sync count=1 when=now")
+
+
+def test_sync_with_response_sends_when_the_response_is_closed(engine):
+    response = HttpResponse("ok")
+    dispatch(["/a/"], response=response)
+    assert engine.posts == []
+    response.close()
+    assert engine.posted_urls() == [A]
+
+
+def test_each_response_sends_only_its_own_urls(engine):
+    first, second = HttpResponse("1"), HttpResponse("2")
+    dispatch(["/a/"], response=first)
+    dispatch(["/b/"], response=second)
+    second.close()
+    assert engine.posted_urls() == [B]
+    first.close()
+    assert engine.posted_urls() == [B, A]
+
+
+def test_sync_does_not_retry_and_logs(engine, caplog):
+    engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))
+    with caplog.at_level(logging.INFO, logger="indexnow_django"):
+        dispatch(["/a/"])
+    assert len(engine.posts) == 1
+    [line] = flush_lines(caplog)
+    batch_id = line.split("batch=")[1].split()[0]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        w.startswith(f"IndexNow not accepted batch={batch_id} ") and "not retried" in w
+        for w in warnings
+    )
+
+
+def test_sync_rejection_logs_the_hint_and_key_file(engine, caplog):
+    engine.queue_replies(Reply(403))
+    with caplog.at_level(logging.WARNING, logger="indexnow_django"):
+        dispatch(["/a/"])
+    assert "Run manage.py indexnow_check" in caplog.text
+    assert f"https://www.example.com/{KEY}.txt" in caplog.text
+
+
+def view_submitting(request: HttpRequest) -> HttpResponse:
+    submit(["/a/", "/b/"])
+    return HttpResponse("saved")
+
+
+urlpatterns = [path("submit/", view_submitting)]
+
+
+@pytest.mark.urls(__name__)
+def test_a_request_in_sync_mode_posts_after_its_response(client, engine):
+    response = client.get("/submit/")
+    assert response.status_code == 200
+    assert response.content == b"saved"
+    assert engine.posted_urls() == [A, B]
+
+
+# Redis down ------------------------------------------------------------------
+
+
+@pytest.mark.urls(__name__)
+def test_redis_down_the_request_succeeds_and_the_urls_arrive(
+    client, engine, indexnow_settings, caplog
+):
+    indexnow_settings(DISPATCH="queue")
+    with (
+        override_settings(RQ_QUEUES=closed_queue()),
+        caplog.at_level(logging.INFO, logger="indexnow_django"),
+    ):
+        response = client.get("/submit/")
+    assert response.status_code == 200
+    assert engine.posted_urls() == [A, B]
+    [line] = flush_lines(caplog)
+    assert "mode=fallback count=2 when=after-response" in line
+    assert "queue 'default' cannot take the job (ConnectionError" in line
+    assert "sending from this process instead" in line
+
+
+def test_redis_down_waits_for_the_response(engine, indexnow_settings):
+    indexnow_settings(DISPATCH="queue")
+    response = HttpResponse()
+    with override_settings(RQ_QUEUES=closed_queue()):
+        dispatch(["/a/"], response=response)
+        assert engine.posts == []
+    response.close()
+    assert engine.posted_urls() == [A]
+
+
+def test_redis_down_without_response_sends_now(engine, indexnow_settings, caplog):
+    indexnow_settings(DISPATCH="queue")
+    with (
+        override_settings(RQ_QUEUES=closed_queue()),
+        caplog.at_level(logging.INFO, logger="indexnow_django"),
+    ):
+        dispatch(["/a/"])
+    assert engine.posted_urls() == [A]
+    [line] = flush_lines(caplog)
+    assert "mode=fallback count=1 when=now" in line
+
+
+def test_redis_down_for_the_debounce_cache_too(engine, indexnow_settings, settings, caplog):
+    """One Redis for the queue and the cache, down: sent anyway, without debounce."""
+    indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    dead = f"redis://127.0.0.1:{free_port()}"
+    caches = {
+        **settings.CACHES,
+        "shared": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": dead},
+    }
+    with (
+        override_settings(RQ_QUEUES=closed_queue(), CACHES=caches),
+        caplog.at_level(logging.WARNING, logger="indexnow_django"),
+    ):
+        dispatch(["/a/"])
+    assert engine.posted_urls() == [A]
+    assert "IndexNow debounce cache 'shared' unavailable" in caplog.text
+
+
+# A synchronous queue (ASYNC: False) ------------------------------------------
+
+
+def sync_queue(redis_url: str) -> dict[str, Any]:
+    return {"default": {"URL": f"{redis_url}/0", "ASYNC": False}}
+
+
+def test_synchronous_queue_runs_the_job_at_flush(engine, indexnow_settings, redis_conn, redis_url):
+    indexnow_settings(DISPATCH="queue", QUEUE={"DELAY": 30})
+    with override_settings(RQ_QUEUES=sync_queue(redis_url)):
+        dispatch(["/a/"], response=HttpResponse())
+        assert engine.posted_urls() == [A]  # in the flush, DELAY ignored
+    [job_id] = finished_ids(redis_conn)
+    assert fetch(redis_conn, job_id).meta[META_ATTEMPT] == 1
+
+
+def test_synchronous_queue_does_not_retry_the_job_fails(
+    engine, indexnow_settings, redis_conn, redis_url
+):
+    indexnow_settings(DISPATCH="queue", RETRY=FAST_RETRY)
+    engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))
+    with override_settings(RQ_QUEUES=sync_queue(redis_url)):
+        dispatch(["/a/"])
+    assert len(engine.posts) == 1
+    [job_id] = failed_ids(redis_conn)
+    assert ScheduledJobRegistry("default", connection=redis_conn).get_job_ids() == []
+    text = exc_string(fetch(redis_conn, job_id))
+    assert "RetriesExhausted" in text
+    assert "not retried after attempt 1 of 3" in text
+    assert "ASYNC: False" in text
+
+
+# System check ------------------------------------------------------------------
+
+
+def cache_warning(alias: str, backend: str, kind: str) -> checks.Warning:
+    return checks.Warning(
+        f"INDEXNOW['DEBOUNCE']['CACHE'] is {alias!r} ({backend}), which {kind}: workers cannot "
+        "tell which URLs another one has sent, so an engine may receive a URL again within "
+        "DEBOUNCE['TTL'].",
+        hint="Point DEBOUNCE['CACHE'] at a cache that workers share, such as Django's RedisCache.",
+        id="indexnow.W002",
+    )
+
+
+def test_check_local_cache_with_queue_dispatch(indexnow_settings):
+    indexnow_settings(DISPATCH="queue")
+    assert check_queue_wiring() == [
+        cache_warning("default", "LocMemCache", "is local to each process")
+    ]
+
+
+def test_check_dummy_cache_with_queue_dispatch(indexnow_settings, settings):
+    settings.CACHES = {
+        **settings.CACHES,
+        "none": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"},
+    }
+    indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "none"})
+    assert check_queue_wiring() == [cache_warning("none", "DummyCache", "keeps nothing")]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"DISPATCH": "queue", "DEBOUNCE": {"CACHE": "shared"}},
+        {"DISPATCH": "queue", "DEBOUNCE": {"TTL": 0}},
+        {"DISPATCH": "sync"},
+    ],
+)
+def test_check_quiet_with_a_shared_cache_or_sync_dispatch(indexnow_settings, changes):
+    indexnow_settings(**changes)
+    assert check_queue_wiring() == []
+
+
+def test_manage_py_check_shows_the_warning(indexnow_settings):
+    indexnow_settings(DISPATCH="queue")
+    ids = [message.id for message in checks.run_checks()]
+    assert "indexnow.W002" in ids
