@@ -97,3 +97,30 @@ def test_normalize_host(raw, expected):
 def test_normalize_host_rejects_non_hosts(raw):
     with pytest.raises(InvalidURL):
         normalize_host(raw)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://www.example.com/a/",
+        "https://www.example.com/a?b=1&c=2",
+        "http://www.example.com/",
+        "https://www.example.com/a?",
+        "https://www.example.com/%7Euser/",
+        "https://xn--bcher-kva.example/straße",
+        "https://a..b/x",
+    ],
+)
+def test_fast_path_agrees_with_the_full_normalization(url):
+    """Canonical URLs skip the full parse; the result must be the same either way."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        expected = normalize_url(" " + url)  # the leading space forces the full parse
+    except InvalidURL:
+        with pytest.raises(InvalidURL):
+            normalize_url(url)
+        return
+    assert normalize_url(url) == expected
+    parts = urlsplit(expected)
+    assert urlunsplit(parts) == expected
