@@ -592,6 +592,28 @@ def prepare_database() -> None:
     Category.objects.create(name="Releases", slug="releases")
 
 
+def forget_queue(name: str) -> None:
+    """Remove the demo's queue and its jobs from a Redis that outlives the demo."""
+    import django_rq
+
+    try:
+        queue = django_rq.get_queue(name)
+        registries = [
+            queue.failed_job_registry,
+            queue.scheduled_job_registry,
+            queue.finished_job_registry,
+            queue.started_job_registry,
+            queue.deferred_job_registry,
+        ]
+        for registry in registries:
+            for job_id in registry.get_job_ids():
+                registry.remove(job_id, delete_job=True)
+            queue.connection.delete(registry.key)
+        queue.delete(delete_jobs=True)
+    except Exception as exc:  # the demo is ending: say so, do not fail
+        say(f"(could not remove the demo's queue {name!r} from Redis: {exc})")
+
+
 @contextlib.contextmanager
 def running_services(args: argparse.Namespace) -> Iterator[Services]:
     """Start everything the demo needs; stop all of it when the block ends, however it ends."""
@@ -609,8 +631,10 @@ def _start_services(stack: contextlib.ExitStack, args: argparse.Namespace) -> It
     redis_url, redis_source, redis_child = start_redis(stack, workdir)
     if redis_child is not None:
         children.append(redis_child)
-    # On a Redis the demo did not start, a queue of its own keeps other workers off its jobs.
-    queue = "default" if redis_source != "REDIS_URL" else "indexnow-demo"
+    # On a Redis the demo did not start, a queue of its own keeps other workers off its
+    # jobs (and its jobs off theirs), and is removed at the end.
+    shared_redis = redis_source == "REDIS_URL"
+    queue = f"indexnow-demo-{os.getpid()}" if shared_redis else "default"
 
     engine = DemoEngine().start()
     stack.callback(engine.stop)
@@ -638,6 +662,9 @@ def _start_services(stack: contextlib.ExitStack, args: argparse.Namespace) -> It
     }
     os.environ.update(env)
     prepare_database()
+    if shared_redis:
+        # Registered before the worker starts, so it runs after the worker has stopped.
+        stack.callback(forget_queue, queue)
 
     manage = [sys.executable, str(HERE / "manage.py")]
     worker = start_child(

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 import requests
 
 DEMO = Path(__file__).resolve().parents[1] / "example_project" / "demo.py"
@@ -234,6 +235,19 @@ def test_a_reachable_redis_url_is_used_with_a_queue_of_its_own(redis_url):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert re.search(rf"^  Redis\s+{re.escape(redis_url)}/0  \(REDIS_URL\)$", output, re.M), output
-    assert "manage.py rqworker indexnow-demo --with-scheduler" in output
+    queue = re.search(r"manage\.py rqworker (indexnow-demo-\d+) --with-scheduler", output)
+    assert queue is not None, output
     assert "Tour complete: 8 steps, 8 POSTs received by the engine" in output
     assert_stopped(started_pids(output, count=2))
+    # Nothing of the demo is left in the caller's Redis: no queue, no job, no registry.
+    name = queue.group(1).encode()
+    conn = redis.Redis.from_url(f"{redis_url}/0")
+    try:
+        left = [
+            key
+            for key in conn.scan_iter()
+            if name in key or (conn.type(key) == b"hash" and conn.hget(key, "origin") == name)
+        ]
+    finally:
+        conn.close()
+    assert left == []
