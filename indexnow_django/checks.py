@@ -84,5 +84,8 @@ def check_queue_wiring(
 
 
 def register_checks() -> None:
+    from .scheduling import check_scheduling  # indexnow.W003
+
     checks.register(check_settings, "indexnow")
     checks.register(check_queue_wiring, "indexnow")
+    checks.register(check_scheduling, "indexnow")

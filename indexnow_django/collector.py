@@ -72,10 +72,7 @@ def _dispatch(urls: list[str], *, response: HttpResponseBase | None = None, unit
         from .dispatch import dispatch
 
         logger.debug("IndexNow flush unit=%s count=%d", unit, len(urls))
-        if response is None:
-            dispatch(urls)
-        else:
-            dispatch(urls, response=response)
+        dispatch(urls, response=response)
     except Exception:
         logger.exception("IndexNow could not flush unit=%s count=%d", unit, len(urls))
 

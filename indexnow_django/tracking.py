@@ -10,6 +10,8 @@ The handlers are connected, per registered model, when the app is ready
 is connected when it is registered. They work out what a save, a delete or an
 m2m change means for the object's public URLs (see the table in the docs) and
 hand the URLs to the current unit of work (:mod:`indexnow_django.collector`).
+A published object whose ``publish_at`` is still to come is handed to
+:mod:`indexnow_django.scheduling` instead.
 
 Old state without an extra query: when a registered object is initialised
 (``post_init``), a shallow copy of its field values is kept on its
@@ -521,6 +523,10 @@ def _submit_save(plan: _Plan, instance: models.Model, before: _Before, using: st
         urls.extend(u for u in old.urls if u not in after.urls)
     if urls:
         collect(urls, using)
+    if after.published and after.when is not None and after.when > now:
+        from .scheduling import schedule
+
+        schedule(plan.options, instance, after.when, using=using)
 
 
 def _before_delete(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:

@@ -1,0 +1,231 @@
+"""Scheduled publication: an object's URLs are submitted when its ``publish_at`` comes.
+
+Saving a published object whose ``publish_at`` is in the future schedules one
+rq job (:func:`publish`) at that moment, once the transaction has committed.
+The job carries only the model label, the primary key and the expected
+publication timestamp (whole seconds, UTC), and its id is derived from those
+three (:attr:`Publication.job_id`), so saving the same object for the same
+moment again schedules nothing new: the job already in rq's scheduled registry
+stands. On rq 2.12+ and 3.x alike the job is put there with
+``queue.schedule_job(job, at, unique=True)`` after a look at the registry.
+
+Moving ``publish_at`` schedules a new job; the old one stays and, when it
+fires, finds the time moved and returns. When a job fires it reloads the
+object: gone, moved, not public or without URLs, it logs why and returns (a
+successful no-op). Otherwise it submits the object's *current* URLs through
+the normal delivery (a unit of work, so ``dispatch`` with its retries); a
+temporary engine failure is retried there, never by this job.
+
+Scheduling needs the queue: with synchronous dispatch nothing is scheduled, a
+warning is logged, and system check ``indexnow.W003`` says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import logging
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.core import checks
+from django.db import transaction
+from django.utils import timezone
+
+from .conf import get_settings, validate
+
+if TYPE_CHECKING:
+    from django.db import models
+    from rq.job import Job
+
+    from .tracking import ModelIndexNow
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Publication", "check_scheduling", "publish", "schedule", "schedule_now"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def whole_seconds(when: datetime.datetime) -> int:
+    """``when`` as a POSIX timestamp, rounded *up* to a whole second.
+
+    rq schedules to the second; rounding up means a job never fires before
+    the object is public.
+    """
+    return math.ceil(when.timestamp())
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One object due to become public at one moment: all a scheduled job carries."""
+
+    label: str
+    pk: Any
+    timestamp: int
+
+    @property
+    def at(self) -> datetime.datetime:
+        """The moment, as an aware UTC datetime."""
+        return datetime.datetime.fromtimestamp(self.timestamp, tz=datetime.timezone.utc)
+
+    @property
+    def job_id(self) -> str:
+        """``indexnow-publish-<model>-<pk>-<timestamp>-<digest>``, only ``[A-Za-z0-9_-]``.
+
+        The readable part may be shortened or lose characters rq does not
+        allow; the digest of the exact three values keeps ids distinct.
+        """
+        digest = hashlib.sha256(f"{self.label}\n{self.pk!r}\n{self.timestamp}".encode()).hexdigest()
+        model = _UNSAFE.sub("_", self.label.lower())
+        pk = _UNSAFE.sub("_", str(self.pk))[:40]
+        return f"indexnow-publish-{model}-{pk}-{self.timestamp}-{digest[:12]}"
+
+    def __str__(self) -> str:
+        return f"model={self.label} pk={self.pk} at={self.at.isoformat()}"
+
+
+def schedule(
+    options: ModelIndexNow, instance: models.Model, when: datetime.datetime, *, using: str
+) -> None:
+    """Schedule the publication of ``instance`` at ``when``, once the transaction commits.
+
+    Called by change tracking for a saved object that is published with a
+    ``publish_at`` in the future. Never raises.
+    """
+    publication = Publication(instance._meta.label, instance.pk, whole_seconds(when))
+
+    def indexnow_schedule_on_commit() -> None:
+        schedule_now(publication)
+
+    transaction.on_commit(indexnow_schedule_on_commit, using=using, robust=True)
+
+
+def schedule_now(publication: Publication) -> Job | None:
+    """Put ``publication``'s job in rq's scheduled registry (once). Never raises.
+
+    Returns the new job, or ``None`` when nothing was scheduled (already
+    scheduled, disabled, synchronous dispatch, Redis unavailable).
+    """
+    try:
+        conf = get_settings()
+        if not conf.enabled:
+            return None
+        if conf.resolved_dispatch != "queue":
+            logger.warning(
+                "IndexNow cannot schedule the publication %s: DISPATCH is synchronous, so its "
+                "URLs will not be submitted at that time (see check indexnow.W003)",
+                publication,
+            )
+            return None
+        from rq.exceptions import DuplicateJobError
+
+        from .dispatch import get_queue
+
+        queue = get_queue(conf)
+        job_id = publication.job_id
+        if job_id in queue.scheduled_job_registry:
+            logger.info("IndexNow publication already scheduled %s job=%s", publication, job_id)
+            return None
+        job = queue.create_job(
+            publish,
+            args=(publication.label, publication.pk, publication.timestamp),
+            job_id=job_id,
+            timeout=int(conf.queue_timeout),
+            description=f"IndexNow: publish {publication.label} pk={publication.pk} "
+            f"at {publication.at.isoformat()}",
+        )
+        try:
+            queue.schedule_job(job, publication.at, unique=True)
+        except DuplicateJobError:
+            # Scheduled meanwhile by another process, or it already ran.
+            logger.info("IndexNow publication already scheduled %s job=%s", publication, job_id)
+            return None
+    except Exception:
+        logger.exception(
+            "IndexNow could not schedule the publication %s; its URLs will not be submitted "
+            "at that time (save the object again, or use manage.py indexnow_submit then)",
+            publication,
+        )
+        return None
+    logger.info(
+        "IndexNow scheduled publication %s queue=%s job=%s", publication, queue.name, job_id
+    )
+    return job
+
+
+def publish(label: str, pk: Any, timestamp: int) -> str:
+    """The scheduled job: submit the object's current URLs if it is still due now.
+
+    Returns what it did (rq keeps it as the job's result). A stale job (the
+    object gone, its time moved, not public, no URLs) returns without sending.
+    """
+    from .collector import batch, submit
+    from .tracking import get_registration
+
+    publication = Publication(label, pk, timestamp)
+    try:
+        model = apps.get_model(label)
+    except (LookupError, ValueError):
+        return _stale(publication, "its model no longer exists")
+    options = get_registration(model)
+    if options is None:
+        return _stale(publication, "its model is no longer registered")
+    obj = model._base_manager.filter(pk=pk).first()
+    if obj is None:
+        return _stale(publication, "the object is gone")
+    published = options.is_published(obj)
+    when = options.publish_time(obj) if published else None
+    if published and (when is None or whole_seconds(when) != timestamp):
+        return _stale(publication, "its publication time moved")
+    # Judged as of the scheduled moment: a scheduler whose clock runs a little
+    # early must not make a due object look unpublished.
+    if not options.is_public(obj, now=max(timezone.now(), publication.at)):
+        return _stale(publication, "it is not public")
+    urls = [str(url) for url in options.urls(obj)]
+    if not urls:
+        return _stale(publication, "it has no URLs")
+    with batch():
+        submit(urls)
+    logger.info("IndexNow publication due %s count=%d: submitted", publication, len(urls))
+    return f"submitted {len(urls)} URL(s)"
+
+
+def _stale(publication: Publication, reason: str) -> str:
+    logger.info("IndexNow publication %s not submitted: %s", publication, reason)
+    return f"not submitted: {reason}"
+
+
+def check_scheduling(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``indexnow.W003``: a registered model sets ``publish_at`` but dispatch is synchronous."""
+    if validate():
+        return []  # the settings checks report it
+    conf = get_settings()
+    if not conf.enabled or conf.resolved_dispatch == "queue":
+        return []
+    from .tracking import registry
+
+    labels = sorted(model._meta.label for model, options in registry.items() if options.publish_at)
+    if not labels:
+        return []
+    why = (
+        "DISPATCH is 'sync'"
+        if conf.dispatch == "sync"
+        else (f"DISPATCH is 'auto' and QUEUE['NAME'] {conf.queue_name!r} is not in RQ_QUEUES")
+    )
+    return [
+        checks.Warning(
+            f"{', '.join(labels)} set{'s' if len(labels) == 1 else ''} publish_at, but {why}: "
+            "publications cannot be scheduled, so objects saved before their publish_at are "
+            "not submitted when it comes.",
+            hint=f"Add {conf.queue_name!r} to RQ_QUEUES (and set DISPATCH to 'auto' or 'queue'), "
+            "and run manage.py rqworker --with-scheduler.",
+            id="indexnow.W003",
+        )
+    ]
