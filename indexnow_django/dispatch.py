@@ -51,6 +51,8 @@ __all__ = ["dispatch", "enqueue", "get_queue", "log_report", "new_batch_id"]
 #: ``job.meta`` keys of a delivery job.
 META_BATCH_ID = "indexnow_batch_id"
 META_ATTEMPT = "indexnow_attempt"
+#: Set on a job that failed (at that attempt): when it runs again it was requeued.
+META_FAILED_AT = "indexnow_failed_at_attempt"
 
 
 def new_batch_id() -> str:

@@ -12,8 +12,11 @@ one POST per batch and engine) and then, from what each engine answered:
   :class:`~indexnow_django.exceptions.RetriesExhausted`;
 * final rejection (400, 403, 422, other 4xx): the job fails at once with
   :class:`~indexnow_django.exceptions.SubmissionRejected`, so it lands in rq's
-  failed job registry with the engine's answer and a hint. Requeued from
-  there (``rq requeue`` or django-rq's admin) it sends again.
+  failed job registry with the engine's answer and a hint.
+
+A failed job requeued from the registry (``rq requeue`` or django-rq's admin)
+sends again, and its attempts start over: after an outage it gets the whole
+``MAX_ATTEMPTS`` again rather than failing at the first retryable answer.
 
 A job on a synchronous queue (``"ASYNC": False``) runs in the process that
 flushed, where no retry can be delayed: a retryable answer fails the job at
@@ -26,9 +29,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from rq import get_current_job
+
 from .client import PostResult
 from .conf import IndexNowSettings, get_settings
-from .dispatch import enqueue, get_queue, new_batch_id, rejection_hint
+from .dispatch import META_FAILED_AT, enqueue, get_queue, new_batch_id, rejection_hint
 from .exceptions import RetriesExhausted, SubmissionRejected
 from .submitter import deliver_now
 
@@ -51,6 +56,17 @@ def deliver(
     """
     conf = get_settings()
     batch_id = batch_id or new_batch_id()
+    job = get_current_job()
+    if job is not None and job.meta.get(META_FAILED_AT) is not None:
+        logger.info(
+            "IndexNow requeued batch=%s job=%s: failed at attempt %s, attempts start over",
+            batch_id,
+            job.id,
+            job.meta[META_FAILED_AT],
+        )
+        attempt = 1
+        del job.meta[META_FAILED_AT]
+        job.save_meta()
     report = deliver_now(urls, engines=engines, force=force, batch_id=batch_id, conf=conf)
     if engines is not None and not report.results and not report.debounced:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
@@ -69,9 +85,12 @@ def deliver(
     if report.retryable:
         retry_jobs, exhausted = _retry(report.retryable, batch_id, attempt, force, conf)
 
-    if report.rejected:
-        raise _rejected(report.rejected, exhausted, batch_id, attempt, conf)
-    if exhausted:
+    if report.rejected or exhausted:
+        if job is not None:
+            job.meta[META_FAILED_AT] = attempt  # a requeue starts over
+            job.save_meta()
+        if report.rejected:
+            raise _rejected(report.rejected, exhausted, batch_id, attempt, conf)
         raise _exhausted(exhausted, batch_id, attempt, conf)
     return {
         "batch_id": batch_id,

@@ -20,6 +20,7 @@ from email.utils import formatdate
 from typing import Any
 
 import pytest
+from rq import requeue_job
 from rq.worker import Worker as RQWorker
 
 from indexnow_django.dispatch import META_ATTEMPT, META_BATCH_ID, dispatch
@@ -112,6 +113,20 @@ def test_429_without_retry_after_backs_off_and_fails_after_max_attempts(
     assert "RetriesExhausted" in text
     assert "gave up after 3 attempts (RETRY['MAX_ATTEMPTS'] is 3)" in text
     assert "answered 429 (too many requests): slow down" in text
+
+    # Requeued after the outage, it sends again and gets its attempts back.
+    engine.default = Reply(200)
+    engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))
+    requeue_job(jobs[-1].id, connection=redis_conn)
+    wait_for_status(redis_conn, [jobs[-1].id], ["finished"])
+    retry = wait_for_count(lambda: len(batch_jobs(redis_conn, batch_id)), 4)
+    assert retry == 4
+    again = batch_jobs(redis_conn, batch_id)
+    new = [job for job in again if job.id not in {j.id for j in jobs}]
+    assert [job.kwargs["attempt"] for job in new] == [2]
+    wait_for_status(redis_conn, [new[0].id], ["finished"])
+    assert len(engine.posts) == 5
+    assert failed_ids(redis_conn) == []
 
 
 def test_503_waits_server_error_delay_not_base_delay(
