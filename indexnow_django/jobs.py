@@ -66,7 +66,7 @@ def deliver(
         )
         attempt = 1
         del job.meta[META_FAILED_AT]
-        job.save_meta()
+        job.save_meta()  # type: ignore[no-untyped-call]
     report = deliver_now(urls, engines=engines, force=force, batch_id=batch_id, conf=conf)
     if engines is not None and not report.results and not report.debounced:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
@@ -88,7 +88,7 @@ def deliver(
     if report.rejected or exhausted:
         if job is not None:
             job.meta[META_FAILED_AT] = attempt  # a requeue starts over
-            job.save_meta()
+            job.save_meta()  # type: ignore[no-untyped-call]
         if report.rejected:
             raise _rejected(report.rejected, exhausted, batch_id, attempt, conf)
         raise _exhausted(exhausted, batch_id, attempt, conf)
