@@ -57,6 +57,8 @@ def deliver(
     conf = get_settings()
     batch_id = batch_id or new_batch_id()
     job = get_current_job()
+    if job is not None and job.func_name != f"{__name__}.deliver":
+        job = None  # called by hand from a job of another kind
     if job is not None and job.meta.get(META_FAILED_AT) is not None:
         logger.info(
             "IndexNow requeued batch=%s job=%s: failed at attempt %s, attempts start over",

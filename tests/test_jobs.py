@@ -13,6 +13,7 @@ later.
 from __future__ import annotations
 
 import itertools
+import logging
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from rq import requeue_job
 from rq.worker import Worker as RQWorker
 
 from indexnow_django.dispatch import META_ATTEMPT, META_BATCH_ID, dispatch
+from indexnow_django.jobs import deliver
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests.rqhelpers import (
     FAST_RETRY,
@@ -302,3 +304,18 @@ def test_two_workers_and_ten_jobs_send_each_url_once(
     assert done[second.name] > 0
     assert done[first.name] + done[second.name] == 10
     assert failed_ids(redis_conn) == []
+
+
+def test_a_retry_for_an_engine_no_longer_configured_is_dropped_with_a_warning(engine, caplog):
+    gone = "http://127.0.0.1:9/indexnow"
+    with caplog.at_level(logging.WARNING, logger="indexnow_django"):
+        summary = deliver([A], batch_id="b1", attempt=2, engines=[gone])
+    assert engine.posts == []
+    assert summary == {
+        "batch_id": "b1",
+        "attempt": 2,
+        "accepted": 0,
+        "debounced": 0,
+        "retry_jobs": [],
+    }
+    assert f"engine(s) {gone} no longer in INDEXNOW['ENGINES']" in caplog.text
