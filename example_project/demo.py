@@ -262,7 +262,7 @@ def describe_post(
     request: EngineRequest, reply: Reply, since: float | None, *, full: bool = False
 ) -> str:
     """What the engine received: the URLs, or the whole JSON body when ``full``."""
-    when = f" {request.received_at - since:.1f} s after the change," if since else ""
+    when = f" {request.received_at - since:.2f} s after the change," if since else ""
     lines = [f"engine <- POST {request.path}{when} answered {reply.status}"]
     try:
         body = request.json
