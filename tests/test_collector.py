@@ -266,3 +266,16 @@ def test_disabled_collects_nothing_submitted_by_hand(
         assert collector.urls == {}
     submit("/off-too/")
     assert flushes == []
+
+
+@pytest.mark.django_db(transaction=False)
+def test_in_a_test_case_transaction_captured_callbacks_flush(
+    django_capture_on_commit_callbacks: Any, flushes: list[list[str]]
+) -> None:
+    """How a site's own TestCase-style tests see submissions: on_commit callbacks run on demand."""
+    with django_capture_on_commit_callbacks(execute=True):
+        page("/captured-1/")
+        page("/captured-2/")
+    assert flushes == [["/captured-1/", "/captured-2/"]]
+    page("/never-committed/")
+    assert flushes == [["/captured-1/", "/captured-2/"]]

@@ -128,3 +128,16 @@ def test_concurrent_async_requests_each_flush_their_own_url(
     posts = engine.wait_for_posts(count)
     assert sorted(p.urls[0] for p in posts) == sorted(f"{BASE}{u}" for u in expected)
     assert all(len(p.urls) == 1 for p in posts)
+
+
+def test_a_sync_view_under_asgi_flushes_its_url(
+    engine: Any, flushes: list[tuple[list[str], Any]]
+) -> None:
+    """Django runs the sync view in a thread; the collector still belongs to its request."""
+    post = Post.objects.create(title="Hello", slug="asgi-sync", status=Post.PUBLISHED)
+    flushes.clear()
+    engine.reset()
+    response = asyncio.run(AsyncClient().get(f"/posts/{post.pk}/save/"))
+    assert response.status_code == 200
+    assert flushes == [(["/posts/asgi-sync/"], response)]
+    assert [p.urls for p in engine.wait_for_posts(1)] == [[f"{BASE}/posts/asgi-sync/"]]
