@@ -5,11 +5,12 @@ engine and URL, so every look-up is one ``get_many``/``set_many`` round trip
 per batch, never one per URL.
 
 Before a batch is posted its URLs are *claimed*: marked as in flight for a
-short while. With Django's Redis cache the claim is one pipelined
-``SET NX`` per batch, atomic per URL, so two workers holding the same URL never
-both post it. Other backends fall back to ``get_many`` + ``set_many`` (atomic
-only within one process; ``indexnow_check`` and a system check warn when the
-cache cannot be shared with the workers).
+short while. With Django's Redis cache (or django-redis) the claim is one
+pipelined ``SET NX`` per batch, atomic per URL, so two workers holding the same
+URL never both post it. Other backends fall back to ``get_many`` + ``set_many``,
+which narrows the race between processes but does not close it
+(``indexnow_check`` and a system check warn when the cache cannot be shared
+with the workers at all).
 
 The store never stops a send: when the cache cannot be reached (often the
 same Redis as the queue, down), every URL is sent as if nothing had been
@@ -19,8 +20,9 @@ sent before, and a warning says so.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.cache import BaseCache, caches
@@ -34,12 +36,26 @@ SENT = 2
 KEY_PREFIX = "indexnow:debounce:"
 
 
-def _redis_client(cache: BaseCache) -> Any | None:
-    """The redis-py client behind Django's built-in Redis cache, else ``None``."""
+def _redis_target(cache: BaseCache) -> tuple[Any, Callable[[str], str]] | None:
+    """The redis-py client behind ``cache`` and its key function, for atomic claims.
+
+    Django's built-in ``RedisCache`` and django-redis's ``RedisCache`` (with
+    its default or Sentinel client) store small integers as plain numbers, so
+    a ``SET NX`` of one reads back like a ``cache.set`` of it. Any other
+    backend gives ``None``.
+    """
     from django.core.cache.backends.redis import RedisCache
 
     if isinstance(cache, RedisCache):
-        return cache._cache.get_client(write=True)
+        return cache._cache.get_client(write=True), cache.make_and_validate_key
+    if type(cache).__module__.split(".")[0] != "django_redis":
+        return None
+    clients = importlib.import_module("django_redis.client")
+    client = getattr(cache, "client", None)
+    if isinstance(client, clients.DefaultClient) and not isinstance(
+        client, (clients.HerdClient, clients.ShardClient)
+    ):
+        return client.get_client(write=True), lambda key: str(client.make_key(key))
     return None
 
 
@@ -95,11 +111,12 @@ class DebounceStore:
         if force:
             cache.set_many(dict.fromkeys(keys, PENDING), timeout=self.claim_ttl)
             return list(urls)
-        client = _redis_client(cache)
-        if client is not None:
+        target = _redis_target(cache)
+        if target is not None:
+            client, make_key = target
             pipe = client.pipeline(transaction=False)
             for key in keys:
-                pipe.set(cache.make_and_validate_key(key), PENDING, nx=True, ex=self.claim_ttl)
+                pipe.set(make_key(key), PENDING, nx=True, ex=self.claim_ttl)
             won = pipe.execute()
             return [url for url, ok in zip(keys.values(), won, strict=True) if ok]
         present = cache.get_many(list(keys))
