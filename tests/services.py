@@ -72,7 +72,7 @@ def _start_redis() -> str:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,  # noqa: PLW1509 - the suite is single-threaded at this point
+        preexec_fn=_die_with_parent,  # the suite is single-threaded at this point
     )
     atexit.register(_stop_redis)
     url = f"redis://127.0.0.1:{port}"
