@@ -159,7 +159,7 @@ def enqueue(
     options: dict[str, Any] = {
         "args": ([str(url) for url in urls],),
         "kwargs": kwargs,
-        "job_timeout": int(conf.queue_timeout),
+        "job_timeout": math.ceil(conf.queue_timeout),
         "description": f"IndexNow: {len(urls)} URL{plural}, batch {batch_id}, attempt {attempt}",
         "meta": {META_BATCH_ID: batch_id, META_ATTEMPT: attempt},
     }
