@@ -18,6 +18,7 @@ TIME_ZONE = "Europe/Paris"
 ALLOWED_HOSTS = ["*"]
 ROOT_URLCONF = "tests.urls"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+SITE_ID = 1
 
 REDIS_URL = ensure_redis()
 ENGINE_URL = ensure_engine()
@@ -26,6 +27,7 @@ _DB = ensure_database()
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
+    "django.contrib.sites",
     "django.contrib.sitemaps",
     "django_rq",
     "indexnow_django",
@@ -48,7 +50,10 @@ DATABASES = {
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     # A cache the pytest process and its workers share.
-    "shared": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": f"{REDIS_URL}/1"},
+    "shared": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": f"{REDIS_URL}/1",
+    },
 }
 
 RQ_QUEUES = {
