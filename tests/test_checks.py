@@ -98,7 +98,9 @@ def test_bad_key_location(settings):
 
 
 def test_missing_base_url_without_sites(settings):
-    settings.INSTALLED_APPS = [app for app in settings.INSTALLED_APPS if app != "django.contrib.sites"]
+    settings.INSTALLED_APPS = [
+        app for app in settings.INSTALLED_APPS if app != "django.contrib.sites"
+    ]
     assert errors_for(settings, {"KEY": VALID["KEY"]}) == [
         checks.Error(
             "INDEXNOW['BASE_URL'] is required when django.contrib.sites does not give the domain.",
