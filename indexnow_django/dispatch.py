@@ -41,6 +41,7 @@ from .submitter import DeliveryReport, clean_urls, deliver_now
 
 if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
+    from redis import Redis
     from rq.job import Job
     from rq.queue import Queue
 
@@ -126,11 +127,42 @@ def _to_queue(
     )
 
 
+#: Seconds a flush waits for Redis before it falls back to sending in-process,
+#: unless the queue's own connection settings say otherwise. Without them a
+#: Redis host that drops packets would hold the request for ever.
+REDIS_TIMEOUT = 2.0
+
+_connections: dict[tuple[str, str], Redis] = {}
+
+
+def _connection(name: str) -> Redis:
+    """One Redis client per queue configuration and process (django-rq makes a new
+    client, and so a new TCP connection, for every ``get_queue``)."""
+    from django.conf import settings
+
+    config = settings.RQ_QUEUES[name]
+    key = (name, repr(sorted(config.items())))
+    connection = _connections.get(key)
+    if connection is None:
+        import django_rq
+
+        connection = django_rq.get_connection(name)
+        if "USE_REDIS_CACHE" not in config:  # a cache's own client is not ours to change
+            kwargs = connection.connection_pool.connection_kwargs
+            for option in ("socket_connect_timeout", "socket_timeout"):
+                if kwargs.get(option) is None:
+                    kwargs[option] = REDIS_TIMEOUT
+        _connections[key] = connection
+    return connection
+
+
 def get_queue(conf: IndexNowSettings) -> Queue:
     """The django-rq queue ``QUEUE["NAME"]``, enqueueing at once whatever ``COMMIT_MODE`` says."""
     import django_rq
 
-    queue: Queue = django_rq.get_queue(conf.queue_name, commit_mode="auto")
+    queue: Queue = django_rq.get_queue(
+        conf.queue_name, commit_mode="auto", connection=_connection(conf.queue_name)
+    )
     return queue
 
 

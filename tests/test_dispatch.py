@@ -338,3 +338,55 @@ def test_manage_py_check_shows_the_warning(indexnow_settings):
     indexnow_settings(DISPATCH="queue")
     ids = [message.id for message in checks.run_checks()]
     assert "indexnow.W002" in ids
+
+
+def test_a_redis_that_never_answers_does_not_hold_the_request(indexnow_settings, engine, caplog):
+    """A host that accepts connections and then says nothing (a dropped network, a hung
+    Redis): the flush gives up after the Redis timeout and sends in-process."""
+    import socket
+    import threading
+
+    from indexnow_django import dispatch as dispatch_module
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def swallow() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=swallow, daemon=True)
+    thread.start()
+    port = listener.getsockname()[1]
+    try:
+        indexnow_settings(DISPATCH="queue")
+        with override_settings(RQ_QUEUES={"default": {"URL": f"redis://127.0.0.1:{port}/0"}}):
+            started = time.monotonic()
+            dispatch(["/a/"])
+            elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+        for conn in accepted:
+            conn.close()
+        listener.close()
+    assert elapsed < dispatch_module.REDIS_TIMEOUT * 3
+    assert engine.posted_urls() == [A]
+    assert any("mode=fallback" in r.getMessage() for r in caplog.records)
+
+
+def test_flushes_share_one_redis_client(indexnow_settings, redis_conn):
+    indexnow_settings(DISPATCH="queue")
+    stats_before = redis_conn.info("stats")["total_connections_received"]
+    for _ in range(5):
+        dispatch(["/a/"])
+    stats_after = redis_conn.info("stats")["total_connections_received"]
+    assert len(queue_job_ids(redis_conn)) == 5
+    assert stats_after - stats_before <= 1
