@@ -140,7 +140,7 @@ def _connection(name: str) -> Redis:
     client, and so a new TCP connection, for every ``get_queue``)."""
     from django.conf import settings
 
-    config = settings.RQ_QUEUES[name]
+    config = getattr(settings, "RQ_QUEUES", {})[name]
     key = (name, repr(sorted(config.items())))
     connection = _connections.get(key)
     if connection is None:
