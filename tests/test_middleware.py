@@ -109,7 +109,7 @@ def test_concurrent_async_requests_each_flush_their_own_url(
     async def run_all() -> list[Any]:
         # Every view waits here after saving, so all 20 requests are in flight,
         # each with its URL collected, before the first one flushes.
-        views.BARRIER = asyncio.Barrier(count)
+        views.BARRIER = views.Gate(count)
         client = AsyncClient()
         try:
             return await asyncio.gather(*(client.get(f"/pages/{p.pk}/async/") for p in pages))

@@ -6,9 +6,25 @@ from django.http import HttpRequest, HttpResponse
 
 from tests.testapp.models import Page, Post
 
+
+class Gate:
+    """Lets tasks through once ``parties`` of them wait (``asyncio.Barrier`` needs 3.11)."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties = parties
+        self.waiting = 0
+        self.open = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.waiting += 1
+        if self.waiting >= self.parties:
+            self.open.set()
+        await self.open.wait()
+
+
 #: Set by a test: async views wait on it after saving, so that every request
 #: is still running (with its URLs collected) when the first one finishes.
-BARRIER: asyncio.Barrier | None = None
+BARRIER: Gate | None = None
 
 
 def save_post(request: HttpRequest, pk: int) -> HttpResponse:
