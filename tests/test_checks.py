@@ -276,6 +276,8 @@ def test_bad_http_timeout(settings):
     ]
 
 
+# Django 6.1's check command also runs the database checks.
+@pytest.mark.django_db
 def test_manage_py_check_reports_errors(settings):
     settings.INDEXNOW = {**VALID, "KEY": "bad"}
     with pytest.raises(SystemCheckError, match=r"indexnow\.E004"):

@@ -334,6 +334,8 @@ def test_check_quiet_with_a_shared_cache_or_sync_dispatch(indexnow_settings, cha
     assert check_queue_wiring() == []
 
 
+# Django 6.1's check command also runs the database checks.
+@pytest.mark.django_db
 def test_manage_py_check_shows_the_warning(indexnow_settings):
     indexnow_settings(DISPATCH="queue")
     ids = [message.id for message in checks.run_checks()]
