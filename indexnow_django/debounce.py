@@ -6,7 +6,7 @@ per batch, never one per URL.
 
 Before a batch is posted its URLs are *claimed*: marked as in flight for a
 short while. With Django's Redis cache (or django-redis) the claim is one
-pipelined ``SET NX`` per batch, atomic per URL, so two workers holding the same
+server-side script per batch doing a ``SET NX`` per URL (atomic per URL), so two workers holding the same
 URL never both post it. Other backends fall back to ``get_many`` + ``set_many``,
 which narrows the race between processes but does not close it
 (``indexnow_check`` and a system check warn when the cache cannot be shared
@@ -35,6 +35,22 @@ PENDING = 1
 SENT = 2
 KEY_PREFIX = "indexnow:debounce:"
 
+# One command per batch however many URLs it holds: packing thousands of
+# pipelined commands costs far more than one script call with their keys.
+_CLAIM_SCRIPT = """
+local won = {}
+for i, key in ipairs(KEYS) do
+    won[i] = redis.call('SET', key, ARGV[1], 'NX', 'EX', ARGV[2]) and 1 or 0
+end
+return won
+"""
+_RECORD_SCRIPT = """
+for _, key in ipairs(KEYS) do
+    redis.call('SET', key, ARGV[1], 'EX', ARGV[2])
+end
+return #KEYS
+"""
+
 
 def _redis_target(cache: BaseCache) -> tuple[Any, Callable[[str], str]] | None:
     """The redis-py client behind ``cache`` and its key function, for atomic claims.
@@ -47,7 +63,8 @@ def _redis_target(cache: BaseCache) -> tuple[Any, Callable[[str], str]] | None:
     from django.core.cache.backends.redis import RedisCache
 
     if isinstance(cache, RedisCache):
-        return cache._cache.get_client(write=True), cache.make_and_validate_key
+        # Our keys are short hex digests: no need to validate each one.
+        return cache._cache.get_client(write=True), cache.make_key
     if type(cache).__module__.split(".")[0] != "django_redis":
         return None
     clients = importlib.import_module("django_redis.client")
@@ -114,10 +131,9 @@ class DebounceStore:
         target = _redis_target(cache)
         if target is not None:
             client, make_key = target
-            pipe = client.pipeline(transaction=False)
-            for key in keys:
-                pipe.set(make_key(key), PENDING, nx=True, ex=self.claim_ttl)
-            won = pipe.execute()
+            won = client.eval(
+                _CLAIM_SCRIPT, len(keys), *map(make_key, keys), PENDING, self.claim_ttl
+            )
             return [url for url, ok in zip(keys.values(), won, strict=True) if ok]
         present = cache.get_many(list(keys))
         free = {key: url for key, url in keys.items() if key not in present}
@@ -137,8 +153,13 @@ class DebounceStore:
         """``engine`` accepted ``urls``: do not send them to it again within the TTL."""
         if self.enabled and urls:
             try:
-                sent = {self._key(engine, url): SENT for url in urls}
-                self.cache.set_many(sent, timeout=self.ttl)
+                keys = [self._key(engine, url) for url in urls]
+                target = _redis_target(self.cache)
+                if target is not None:
+                    client, make_key = target
+                    client.eval(_RECORD_SCRIPT, len(keys), *map(make_key, keys), SENT, self.ttl)
+                else:
+                    self.cache.set_many(dict.fromkeys(keys, SENT), timeout=self.ttl)
             except Exception as exc:
                 self._unavailable("record", engine, len(urls), exc)
 
