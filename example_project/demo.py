@@ -222,40 +222,24 @@ def start_redis(stack: contextlib.ExitStack, workdir: Path) -> tuple[str, str, C
 
 
 class DemoEngine(LoopbackEngine):
-    """The loopback engine, remembering how it answered each POST (and printing it, when live)."""
+    """The loopback engine, printing each POST as it arrives when ``live``."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(on_request=self._show)
         self.live = False
-        self.answered: list[tuple[EngineRequest, Reply]] = []
-        self._answered = threading.Condition()
 
-    def _next_reply(self, request: EngineRequest) -> Reply:
-        reply = super()._next_reply(request)
-        if request.method == "POST":
-            with self._answered:
-                self.answered.append((request, reply))
-                self._answered.notify_all()
-            if self.live:
-                say(describe_post(request, reply, since=None))
-        return reply
+    def _show(self, request: EngineRequest) -> None:
+        if self.live and request.method == "POST":
+            say(describe_post(request, request.reply, since=None))
 
     def wait_for(
         self, count: int, timeout: float = STEP_TIMEOUT
     ) -> list[tuple[EngineRequest, Reply]]:
-        """The first ``count`` POSTs answered; waits for them up to ``timeout``."""
-        deadline = time.monotonic() + timeout
-        with self._answered:
-            while len(self.answered) < count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._answered.wait(remaining)
-            return list(self.answered[:count])
+        """The first ``count`` POSTs and their answers; waits for them up to ``timeout``."""
+        return [(r, r.reply) for r in self.wait_for_posts(count, timeout)[:count]]
 
     def count(self) -> int:
-        with self._answered:
-            return len(self.answered)
+        return len(self.posts)
 
 
 def describe_post(

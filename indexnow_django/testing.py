@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import ModuleType
 from typing import Any
@@ -59,6 +59,8 @@ class EngineRequest:
     headers: Mapping[str, str]
     body: bytes
     received_at: float
+    #: How the engine answered it.
+    reply: Reply = field(default_factory=Reply)
 
     @property
     def json(self) -> Any:
@@ -124,8 +126,15 @@ class LoopbackEngine:
     :attr:`default` (200) answers every request.
     """
 
-    def __init__(self, port: int = 0, default: Reply | None = None) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        default: Reply | None = None,
+        on_request: Callable[[EngineRequest], None] | None = None,
+    ) -> None:
         self.default = default or Reply(200)
+        #: Called with each request (and its :attr:`EngineRequest.reply`) as it arrives.
+        self.on_request = on_request
         self.requests: list[EngineRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Condition()
@@ -166,10 +175,13 @@ class LoopbackEngine:
 
     def _next_reply(self, request: EngineRequest) -> Reply:
         with self._lock:
-            self.requests.append(request)
             reply = self._replies.popleft() if self._replies else self.default
+            request = replace(request, reply=reply)
+            self.requests.append(request)
             self._lock.notify_all()
-            return reply
+        if self.on_request is not None:
+            self.on_request(request)
+        return reply
 
     def queue_replies(self, *replies: Reply) -> None:
         """Answer the next requests with ``replies``, in order."""

@@ -172,3 +172,21 @@ def test_dispatch_is_restored_after_the_block_even_on_error(engine):
     with batch():
         submit("/after/")
     assert engine.wait_for_posts(1, timeout=5)[0].urls == ["https://www.example.com/after/"]
+
+
+def test_loopback_engine_reports_each_request_with_its_reply():
+    from indexnow_django.client import Engine, IndexNowClient
+    from indexnow_django.testing import LoopbackEngine, Reply
+
+    seen = []
+    with LoopbackEngine(on_request=seen.append) as engine:
+        engine.queue_replies(Reply(429, headers={"Retry-After": "3"}))
+        client = IndexNowClient(timeout=3)
+        target = Engine("loopback", engine.url)
+        client.post(target, "www.example.com", "test-key-0123456789", ["https://www.example.com/a/"])
+        client.post(target, "www.example.com", "test-key-0123456789", ["https://www.example.com/b/"])
+    assert [(r.urls, r.reply.status) for r in seen] == [
+        (["https://www.example.com/a/"], 429),
+        (["https://www.example.com/b/"], 200),
+    ]
+    assert [r.reply.status for r in engine.posts] == [429, 200]
