@@ -6,9 +6,9 @@ per batch, never one per URL.
 
 Before a batch is posted its URLs are *claimed*: marked as in flight for a
 short while. With Django's Redis cache (or django-redis) the claim is one
-server-side script per batch doing a ``SET NX`` per URL (atomic per URL), so two workers holding the same
-URL never both post it. Other backends fall back to ``get_many`` + ``set_many``,
-which narrows the race between processes but does not close it
+server-side script per batch doing a ``SET NX`` per URL (atomic per URL), so
+two workers holding the same URL never both post it. Other backends fall back
+to ``get_many`` + ``set_many``, which narrows the race between processes but does not close it
 (``indexnow_check`` and a system check warn when the cache cannot be shared
 with the workers at all).
 

@@ -183,8 +183,12 @@ def test_loopback_engine_reports_each_request_with_its_reply():
         engine.queue_replies(Reply(429, headers={"Retry-After": "3"}))
         client = IndexNowClient(timeout=3)
         target = Engine("loopback", engine.url)
-        client.post(target, "www.example.com", "test-key-0123456789", ["https://www.example.com/a/"])
-        client.post(target, "www.example.com", "test-key-0123456789", ["https://www.example.com/b/"])
+        client.post(
+            target, "www.example.com", "test-key-0123456789", ["https://www.example.com/a/"]
+        )
+        client.post(
+            target, "www.example.com", "test-key-0123456789", ["https://www.example.com/b/"]
+        )
     assert [(r.urls, r.reply.status) for r in seen] == [
         (["https://www.example.com/a/"], 429),
         (["https://www.example.com/b/"], 200),
