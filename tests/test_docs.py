@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +123,71 @@ def test_relative_links_between_pages_point_to_existing_pages():
             if not (page.parent / target).exists():
                 broken.append(f"{page.name} -> {target}")
     assert broken == []
+
+
+def code_blocks(markdown: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", markdown, flags=re.M | re.S)
+
+
+def settings_of(block: str) -> dict[str, Any]:
+    """The settings a ``# settings.py`` block defines (``...`` stands for the user's own)."""
+    source = block.split("# urls.py")[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<docs>", "exec"), namespace)
+    return {k: v for k, v in namespace.items() if k.isupper()}
+
+
+def wire_up_settings(markdown: str) -> dict[str, Any]:
+    block = next(b for b in code_blocks(markdown, "python") if "INSTALLED_APPS" in b)
+    return settings_of(block)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/quickstart.md"])
+def test_the_wire_up_passes_the_system_checks(page, settings):
+    """Copied as they stand, the settings a reader is given raise no IndexNow check."""
+    from django.core import checks
+
+    given = wire_up_settings((ROOT / page).read_text())
+    if str(given["INDEXNOW"]["KEY"]).startswith("<"):  # "<output of manage.py indexnow_key>"
+        given["INDEXNOW"]["KEY"] = "0123456789abcdef0123456789abcdef"
+    assert "CACHES" in given, f"{page}: the wire-up leaves out CACHES"
+    for name in ("CACHES", "RQ_QUEUES", "RQ", "INDEXNOW"):
+        if name in given:
+            setattr(settings, name, given[name])
+    found = [m.id for m in checks.run_checks() if (m.id or "").startswith("indexnow.")]
+    assert found == [], f"{page}: its wire-up gives {found}"
+
+
+def test_the_quickstart_installs_the_app_before_running_its_commands():
+    quickstart = (DOCS / "quickstart.md").read_text()
+    installed = re.search(r'INSTALLED_APPS = \[[^\]]*"indexnow_django"', quickstart)
+    assert installed is not None
+    for command in re.finditer(r"manage\.py (indexnow_\w+)", quickstart):
+        assert command.start() > installed.start(), (
+            f"the quickstart runs {command.group(1)} before INSTALLED_APPS has the app"
+        )
+
+
+def test_the_quickstart_shows_logging_before_it_sends_readers_to_the_log():
+    quickstart = (DOCS / "quickstart.md").read_text()
+    assert quickstart.index("LOGGING = {") < quickstart.index("dry run")
+
+
+def test_indexnow_key_runs_with_the_app_installed_and_no_settings_yet(tmp_path):
+    """Step 3 of the quickstart: the key is made before INDEXNOW exists."""
+    (tmp_path / "quick_settings.py").write_text(
+        "SECRET_KEY = 'x'\n"
+        "INSTALLED_APPS = ['django.contrib.contenttypes', 'django.contrib.auth',"
+        " 'django_rq', 'indexnow_django']\n"
+        "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "django", "indexnow_key", "--settings=quick_settings"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(r"[0-9a-f]{32}\n", result.stdout)
