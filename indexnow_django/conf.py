@@ -25,6 +25,7 @@ from django.conf import settings as django_settings
 
 from .client import MAX_BATCH_SIZE, Engine, RetryPolicy, resolve_engine
 from .exceptions import IndexNowConfigError
+from .masking import mask_key, mask_keys
 from .normalize import InvalidURL, normalize_host, normalize_url
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "clear_cache",
     "get_settings",
     "mask_key",
+    "mask_keys",
     "validate",
 ]
 
@@ -47,7 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "ENABLED": True,
     "DRY_RUN": False,
     "DISPATCH": "auto",
-    "QUEUE": {"NAME": "default", "DELAY": 0, "TIMEOUT": 60},
+    "QUEUE": {"NAME": "default", "DELAY": 0, "TIMEOUT": 60, "FAILURE_TTL": 7 * 24 * 3600},
     "RETRY": {
         "MAX_ATTEMPTS": 3,
         "BASE_DELAY": 60,
@@ -63,15 +65,6 @@ DEFAULTS: dict[str, Any] = {
 DISPATCH_MODES = ("auto", "queue", "sync")
 
 KEY_RE = re.compile(r"^[A-Za-z0-9-]{8,128}$")
-
-
-def mask_key(key: str | None) -> str:
-    """The key as logs and command output show it: first and last 4 characters."""
-    if not key:
-        return "<none>"
-    if len(key) <= 8:
-        return "*" * len(key)
-    return f"{key[:4]}…{key[-4:]}"
 
 
 @dataclass(frozen=True)
@@ -96,6 +89,11 @@ class HostConfig:
         """Where engines fetch the key file from."""
         return self.key_location or f"https://{self.host}/{self.key}.txt"
 
+    @property
+    def masked_key_file_url(self) -> str:
+        """:attr:`key_file_url` as messages show it, the key masked."""
+        return mask_keys(self.key_file_url, [self.key])
+
 
 @dataclass(frozen=True)
 class IndexNowSettings:
@@ -112,6 +110,7 @@ class IndexNowSettings:
     queue_name: str
     queue_delay: float
     queue_timeout: float
+    queue_failure_ttl: int
     retry: RetryPolicy
     max_urls: int
     debounce_cache: str
@@ -127,6 +126,10 @@ class IndexNowSettings:
 
     def host_config(self, host: str) -> HostConfig | None:
         return self.hosts.get(host)
+
+    def mask(self, text: str) -> str:
+        """``text`` with every configured key (the main one and each host's) masked."""
+        return mask_keys(text, [self.key, *(h.key for h in self.hosts.values())])
 
 
 def _merged(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -401,6 +404,17 @@ def validate(raw: Any = None) -> list[Problem]:
                     f"not {queue[sub]!r}.",
                 )
             )
+    failure_ttl = queue["FAILURE_TTL"]
+    if not isinstance(failure_ttl, int) or isinstance(failure_ttl, bool) or failure_ttl < 1:
+        problems.append(
+            Problem(
+                "indexnow.E013",
+                "INDEXNOW['QUEUE']['FAILURE_TTL'] must be a whole number of seconds >= 1, "
+                f"not {failure_ttl!r}.",
+                "It is how long rq keeps a failed job in its failed job registry; "
+                "the default, 604800, is 7 days.",
+            )
+        )
     if conf["DISPATCH"] == "queue" and isinstance(queue["NAME"], str):
         rq_queues = getattr(django_settings, "RQ_QUEUES", {}) or {}
         if queue["NAME"] not in rq_queues:
@@ -528,6 +542,7 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         queue_name=conf["QUEUE"]["NAME"],
         queue_delay=conf["QUEUE"]["DELAY"],
         queue_timeout=conf["QUEUE"]["TIMEOUT"],
+        queue_failure_ttl=conf["QUEUE"]["FAILURE_TTL"],
         retry=RetryPolicy(
             max_attempts=retry["MAX_ATTEMPTS"],
             base_delay=retry["BASE_DELAY"],

@@ -329,3 +329,23 @@ def test_sites_framework_without_a_site_is_a_config_error(settings):
     settings.INDEXNOW = {"KEY": VALID["KEY"]}
     with pytest.raises(IndexNowConfigError, match="could not give the current domain"):
         get_settings()
+
+
+@pytest.mark.parametrize("ttl", [0, -1, 3.5, "604800", True, None])
+def test_failure_ttl_is_a_whole_number_of_seconds(settings, ttl):
+    assert errors_for(settings, {**VALID, "QUEUE": {"FAILURE_TTL": ttl}}) == [
+        checks.Error(
+            f"INDEXNOW['QUEUE']['FAILURE_TTL'] must be a whole number of seconds >= 1, not {ttl!r}.",
+            hint="It is how long rq keeps a failed job in its failed job registry; "
+            "the default, 604800, is 7 days.",
+            id="indexnow.E013",
+        )
+    ]
+
+
+def test_failure_ttl_defaults_to_a_week_and_is_on_the_settings(settings):
+    settings.INDEXNOW = VALID
+    assert get_settings().queue_failure_ttl == 7 * 24 * 3600
+    settings.INDEXNOW = {**VALID, "QUEUE": {"FAILURE_TTL": 3600}}
+    assert get_settings().queue_failure_ttl == 3600
+    assert get_settings().queue_timeout == 60
