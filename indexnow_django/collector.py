@@ -23,12 +23,13 @@ import contextvars
 import functools
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from .compat import PendingCallback
 from .conf import is_enabled
 
 if TYPE_CHECKING:
@@ -154,9 +155,8 @@ class _Commit:
     callbacks to run hands *all* surviving pieces over: each joins its unit of
     work (or the one running at commit when its own has ended already) and the
     pieces without any unit are flushed together, once for the whole commit.
-    Which pieces survived is known from the callbacks themselves: only weak
-    references to them are kept here, so a callback dropped by a rollback is
-    gone (CPython frees it at once) and its piece with it.
+    Which pieces survived is asked of each piece's callback
+    (:class:`~indexnow_django.compat.PendingCallback`).
     """
 
     _by_connection: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Commit] = (
@@ -164,7 +164,7 @@ class _Commit:
     )
 
     def __init__(self) -> None:
-        self.pieces: list[tuple[weakref.ref[Callable[[], None]], Collector | None, list[str]]] = []
+        self.pieces: list[tuple[PendingCallback, Collector | None, list[str]]] = []
         self.done = False
 
     @classmethod
@@ -180,7 +180,7 @@ class _Commit:
         so that a transaction of many saves costs no more per save than one of few).
         """
         while self.pieces:
-            if self.pieces[-1][0]() is not None:
+            if self.pieces[-1][0].pending():
                 return True
             self.pieces.pop()
         return False
@@ -191,8 +191,7 @@ class _Commit:
         def indexnow_join_on_commit() -> None:
             self.committed()
 
-        self.pieces.append((weakref.ref(indexnow_join_on_commit), collector, urls))
-        connection.on_commit(indexnow_join_on_commit, robust=True)
+        self.pieces.append((PendingCallback(connection, indexnow_join_on_commit), collector, urls))
 
     def committed(self) -> None:
         if self.done:
@@ -201,8 +200,8 @@ class _Commit:
         pieces, self.pieces = self.pieces, []
         running = current()
         leftovers: dict[str, None] = {}
-        for ref, collector, urls in pieces:
-            if ref() is None:
+        for callback, collector, urls in pieces:
+            if not callback.pending():
                 continue  # rolled back with its savepoint
             target = collector if collector is not None and collector.open else running
             if target is not None and target.open:

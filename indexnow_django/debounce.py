@@ -20,12 +20,12 @@ sent before, and a warning says so.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from django.core.cache import BaseCache, caches
+
+from .compat import redis_cache_client
 
 logger = logging.getLogger(__name__)
 
@@ -50,30 +50,6 @@ for _, key in ipairs(KEYS) do
 end
 return #KEYS
 """
-
-
-def _redis_target(cache: BaseCache) -> tuple[Any, Callable[[str], str]] | None:
-    """The redis-py client behind ``cache`` and its key function, for atomic claims.
-
-    Django's built-in ``RedisCache`` and django-redis's ``RedisCache`` (with
-    its default or Sentinel client) store small integers as plain numbers, so
-    a ``SET NX`` of one reads back like a ``cache.set`` of it. Any other
-    backend gives ``None``.
-    """
-    from django.core.cache.backends.redis import RedisCache
-
-    if isinstance(cache, RedisCache):
-        # Our keys are short hex digests: no need to validate each one.
-        return cache._cache.get_client(write=True), cache.make_key
-    if type(cache).__module__.split(".")[0] != "django_redis":
-        return None
-    clients = importlib.import_module("django_redis.client")
-    client = getattr(cache, "client", None)
-    if isinstance(client, clients.DefaultClient) and not isinstance(
-        client, (clients.HerdClient, clients.ShardClient)
-    ):
-        return client.get_client(write=True), lambda key: str(client.make_key(key))
-    return None
 
 
 class DebounceStore:
@@ -128,7 +104,7 @@ class DebounceStore:
         if force:
             cache.set_many(dict.fromkeys(keys, PENDING), timeout=self.claim_ttl)
             return list(urls)
-        target = _redis_target(cache)
+        target = redis_cache_client(cache)
         if target is not None:
             client, make_key = target
             won = client.eval(
@@ -154,7 +130,7 @@ class DebounceStore:
         if self.enabled and urls:
             try:
                 keys = [self._key(engine, url) for url in urls]
-                target = _redis_target(self.cache)
+                target = redis_cache_client(self.cache)
                 if target is not None:
                     client, make_key = target
                     client.eval(_RECORD_SCRIPT, len(keys), *map(make_key, keys), SENT, self.ttl)

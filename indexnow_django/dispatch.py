@@ -6,11 +6,11 @@ network I/O on the request path except the one enqueue:
 
 ``queue``
     The URLs (normalized, plain strings) become exactly one job of
-    :func:`indexnow_django.jobs.deliver` on ``QUEUE["NAME"]``, enqueued now
-    (the collector flushes after the transaction has committed, so the job is
-    not deferred again by django-rq's ``COMMIT_MODE``), or after
-    ``QUEUE["DELAY"]`` seconds (rounded up to a whole second, rq's resolution)
-    through rq's scheduler.
+    :func:`indexnow_django.jobs.deliver` on ``QUEUE["NAME"]`` (see
+    :mod:`indexnow_django.queue`), enqueued now (the collector flushes after
+    the transaction has committed, so the job is not deferred again by
+    django-rq's ``COMMIT_MODE``), or after ``QUEUE["DELAY"]`` seconds through
+    rq's scheduler.
 
     A queue configured with ``"ASYNC": False`` (a development setting) runs
     the job at once, in the process that flushed; ``DELAY`` is ignored and a
@@ -24,41 +24,92 @@ network I/O on the request path except the one enqueue:
 
 When Redis cannot take the job, the URLs are sent as in ``sync`` and the
 fallback is logged: the request still succeeds and the URLs are not lost.
+
+:func:`intercept` is the supported way to see flushes before they are routed
+(and to stop them): :func:`indexnow_django.testing.capture_submissions` is
+built on it. Interceptors are kept per context (a thread, an asyncio task and
+what it runs through ``sync_to_async``) and nest:
+
+* a flush goes to the innermost interceptor active in its own context; when
+  that one passes it on, to the next one out, and from the outermost to the
+  routing above;
+* a flush from a context that has no interceptor of its own (a thread started
+  inside the block, a live server's thread) goes to the interceptors of the
+  one entered most recently in the process, in the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
-import math
-import time
-import uuid
-from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
+from . import compat
 from .conf import IndexNowSettings, get_settings, is_enabled
+from .jobs import rejection_hint
+from .queue import enqueue_delivery, get_queue, new_batch_id
 from .submitter import DeliveryReport, clean_urls, deliver_now
 
 if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
-    from redis import Redis
-    from rq.job import Job
-    from rq.queue import Queue
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["dispatch", "enqueue", "get_queue", "log_report", "new_batch_id"]
+__all__ = ["Interceptor", "dispatch", "intercept", "log_report", "rejection_hint"]
 
-#: ``job.meta`` keys of a delivery job.
-META_BATCH_ID = "indexnow_batch_id"
-META_ATTEMPT = "indexnow_attempt"
-#: Set on a job that failed (at that attempt): when it runs again it was requeued.
-META_FAILED_AT = "indexnow_failed_at_attempt"
+#: Called with a flush's URLs (as given) and its ``force`` flag; returns whether
+#: the flush goes on (to the next interceptor out, or to delivery).
+Interceptor = Callable[[list[str], bool], bool]
 
 
-def new_batch_id() -> str:
-    """A short random id that a flush, its jobs and their retries share in logs."""
-    return uuid.uuid4().hex[:12]
+class _Layer:
+    """One active :func:`intercept` block."""
+
+    def __init__(self, handler: Interceptor, outer: tuple[_Layer, ...]) -> None:
+        self.handler = handler
+        self.active = True
+        #: This layer and the ones it sits in, outermost first.
+        self.chain: tuple[_Layer, ...] = (*outer, self)
+
+
+_context_layers: contextvars.ContextVar[tuple[_Layer, ...]] = contextvars.ContextVar(
+    "indexnow_dispatch_interceptors", default=()
+)
+_process_layers: list[_Layer] = []  # every active layer of every context, in entry order
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def intercept(handler: Interceptor) -> Iterator[None]:
+    """Give every flush of the block to ``handler`` first (see the module); nestable.
+
+    ``handler`` runs in the flushing thread; it must not raise (what it
+    raises is logged and the flush stops there).
+    """
+    layer = _Layer(handler, tuple(outer for outer in _context_layers.get() if outer.active))
+    with _lock:
+        _process_layers.append(layer)
+    token = _context_layers.set(layer.chain)
+    try:
+        yield
+    finally:
+        layer.active = False
+        with _lock:
+            _process_layers.remove(layer)
+        with contextlib.suppress(ValueError):  # left from another context than entered
+            _context_layers.reset(token)
+
+
+def _interceptors() -> tuple[_Layer, ...]:
+    """The active layers a flush of this context goes through, innermost first."""
+    chain = _context_layers.get()
+    if not any(layer.active for layer in chain):
+        with _lock:
+            chain = _process_layers[-1].chain if _process_layers else ()
+    return tuple(layer for layer in reversed(chain) if layer.active)
 
 
 def dispatch(
@@ -70,7 +121,12 @@ def dispatch(
     send then runs after it has gone out. ``force``: ignore the debounce store.
     """
     try:
-        if not urls or not is_enabled():
+        if not urls:
+            return
+        for layer in _interceptors():
+            if not layer.handler([str(url) for url in urls], bool(force)):
+                return
+        if not is_enabled():
             return
         conf = get_settings()
         valid, _ = clean_urls(urls, conf)
@@ -101,7 +157,7 @@ def _to_queue(
 ) -> None:
     try:
         queue = get_queue(conf)
-        job = enqueue(
+        job = enqueue_delivery(
             queue, urls, batch_id=batch_id, force=force, delay=conf.queue_delay, conf=conf
         )
     except Exception as exc:  # Redis down, or anything else: never lose the URLs
@@ -127,86 +183,8 @@ def _to_queue(
     )
 
 
-#: Seconds a flush waits for Redis before it falls back to sending in-process,
-#: unless the queue's own connection settings say otherwise. Without them a
-#: Redis host that drops packets would hold the request for ever.
-REDIS_TIMEOUT = 2.0
-
-_connections: dict[tuple[str, str], Redis] = {}
-
-
-def _connection(name: str) -> Redis:
-    """One Redis client per queue configuration and process (django-rq makes a new
-    client, and so a new TCP connection, for every ``get_queue``)."""
-    from django.conf import settings
-
-    config = getattr(settings, "RQ_QUEUES", {})[name]
-    key = (name, repr(sorted(config.items())))
-    connection = _connections.get(key)
-    if connection is None:
-        import django_rq
-
-        connection = django_rq.get_connection(name)
-        if "USE_REDIS_CACHE" not in config:  # a cache's own client is not ours to change
-            kwargs = connection.connection_pool.connection_kwargs
-            for option in ("socket_connect_timeout", "socket_timeout"):
-                if kwargs.get(option) is None:
-                    kwargs[option] = REDIS_TIMEOUT
-        _connections[key] = connection
-    return connection
-
-
-def get_queue(conf: IndexNowSettings) -> Queue:
-    """The django-rq queue ``QUEUE["NAME"]``, enqueueing at once whatever ``COMMIT_MODE`` says."""
-    import django_rq
-
-    queue: Queue = django_rq.get_queue(
-        conf.queue_name, commit_mode="auto", connection=_connection(conf.queue_name)
-    )
-    return queue
-
-
-def enqueue(
-    queue: Queue,
-    urls: Sequence[str],
-    *,
-    batch_id: str,
-    attempt: int = 1,
-    engines: Sequence[str] | None = None,
-    force: bool = False,
-    delay: float = 0,
-    conf: IndexNowSettings,
-) -> Job:
-    """Put one delivery job on ``queue``, now or in ``delay`` seconds. Raises on Redis errors.
-
-    The job carries plain data only (strings, ints, a bool), so it unpickles
-    in any worker, and ``job.meta`` holds the batch id and the attempt.
-    """
-    from .jobs import deliver
-
-    kwargs: dict[str, Any] = {"batch_id": batch_id, "attempt": attempt, "force": bool(force)}
-    if engines is not None:
-        kwargs["engines"] = [str(engine) for engine in engines]
-    plural = "" if len(urls) == 1 else "s"
-    options: dict[str, Any] = {
-        "args": ([str(url) for url in urls],),
-        "kwargs": kwargs,
-        "job_timeout": math.ceil(conf.queue_timeout),
-        "description": f"IndexNow: {len(urls)} URL{plural}, batch {batch_id}, attempt {attempt}",
-        "meta": {META_BATCH_ID: batch_id, META_ATTEMPT: attempt},
-    }
-    if delay > 0 and queue.is_async:
-        # rq keeps the due time in whole seconds and truncates it: round up, so
-        # that a job never runs before ``delay`` (an engine's Retry-After) is over.
-        due = datetime.fromtimestamp(math.ceil(time.time() + delay), tz=timezone.utc)
-        job: Job = queue.enqueue_at(due, deliver, **options)
-    else:
-        job = queue.enqueue(deliver, **options)
-    return job
-
-
 def _can_defer(response: HttpResponseBase | None) -> bool:
-    return response is not None and isinstance(getattr(response, "_resource_closers", None), list)
+    return response is not None and compat.can_run_after_response(response)
 
 
 def _send_in_process(
@@ -227,10 +205,7 @@ def _send_in_process(
             return
         log_report(report, batch_id=batch_id, conf=conf)
 
-    if _can_defer(response):
-        closers: list[Callable[[], None]] = response._resource_closers  # type: ignore[union-attr]
-        closers.append(send)
-    else:
+    if response is None or not compat.run_after_response(response, send):
         send()
 
 
@@ -253,12 +228,3 @@ def log_report(report: DeliveryReport, *, batch_id: str, conf: IndexNowSettings)
             result.message,
             advice,
         )
-
-
-def rejection_hint(status: int | None, host: str, conf: IndexNowSettings) -> str:
-    """What to do about a final rejection: check the setup, and for 403 the key file."""
-    hint = "Run manage.py indexnow_check to check the settings and the key file"
-    host_conf = conf.host_config(host)
-    if status == 403 and host_conf is not None:
-        hint += f" (the engine fetches the key from {host_conf.key_file_url})"
-    return hint + "."

@@ -29,17 +29,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from rq import get_current_job
-
 from .client import PostResult
 from .conf import IndexNowSettings, get_settings
-from .dispatch import META_FAILED_AT, enqueue, get_queue, new_batch_id, rejection_hint
 from .exceptions import RetriesExhausted, SubmissionRejected
+from .queue import META_FAILED_AT, enqueue_delivery, get_queue, is_delivery, new_batch_id
 from .submitter import deliver_now
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["deliver"]
+__all__ = ["deliver", "rejection_hint"]
 
 
 def deliver(
@@ -54,10 +52,12 @@ def deliver(
 
     Returns a summary (plain data, kept as the job's result).
     """
+    from rq import get_current_job
+
     conf = get_settings()
     batch_id = batch_id or new_batch_id()
     job = get_current_job()
-    if job is not None and job.func_name != f"{__name__}.deliver":
+    if job is not None and not is_delivery(job):
         job = None  # called by hand from a job of another kind
     if job is not None and job.meta.get(META_FAILED_AT) is not None:
         logger.info(
@@ -126,7 +126,7 @@ def _retry(
     for endpoint, engine_results in by_engine.items():
         urls = list(dict.fromkeys(url for r in engine_results for url in r.urls))
         delay = max(conf.retry.delay(r.status, attempt, r.retry_after) for r in engine_results)
-        job = enqueue(
+        job = enqueue_delivery(
             queue,
             urls,
             batch_id=batch_id,
@@ -203,3 +203,12 @@ def _exhausted(
         f"IndexNow batch {batch_id} {why}: {details}. Requeue the job to try again.",
         attempts=attempt,
     )
+
+
+def rejection_hint(status: int | None, host: str, conf: IndexNowSettings) -> str:
+    """What to do about a final rejection: check the setup, and for 403 the key file."""
+    hint = "Run manage.py indexnow_check to check the settings and the key file"
+    host_conf = conf.host_config(host)
+    if status == 403 and host_conf is not None:
+        hint += f" (the engine fetches the key from {host_conf.key_file_url})"
+    return hint + "."

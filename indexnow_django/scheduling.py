@@ -37,6 +37,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .conf import get_settings, validate
+from .queue import get_queue, schedule_once
 
 if TYPE_CHECKING:
     from django.db import models
@@ -122,27 +123,20 @@ def schedule_now(publication: Publication) -> Job | None:
                 publication,
             )
             return None
-        from rq.exceptions import DuplicateJobError
-
-        from .dispatch import get_queue
-
         queue = get_queue(conf)
         job_id = publication.job_id
-        if job_id in queue.scheduled_job_registry:
-            logger.info("IndexNow publication already scheduled %s job=%s", publication, job_id)
-            return None
-        job = queue.create_job(
+        job = schedule_once(
+            queue,
             publish,
             args=(publication.label, publication.pk, publication.timestamp),
             job_id=job_id,
-            timeout=int(conf.queue_timeout),
+            at=publication.at,
             description=f"IndexNow: publish {publication.label} pk={publication.pk} "
             f"at {publication.at.isoformat()}",
+            conf=conf,
         )
-        try:
-            queue.schedule_job(job, publication.at, unique=True)
-        except DuplicateJobError:
-            # Scheduled meanwhile by another process, or it already ran.
+        if job is None:
+            # Scheduled before, by this process or another one, or it already ran.
             logger.info("IndexNow publication already scheduled %s job=%s", publication, job_id)
             return None
     except Exception:

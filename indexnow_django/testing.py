@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -304,41 +302,31 @@ def capture_submissions(*, deliver: bool = False) -> Iterator[SubmissionOutbox]:
 
     Every flush of a unit of work (a request through the middleware, a
     management command, ``batch()``, ``submit()``) that happens while the block
-    runs, in any thread, is appended to the returned outbox::
+    runs is appended to the returned outbox::
 
         with capture_submissions() as outbox:
             client.post("/admin/blog/post/1/change/", data)
         assert outbox.urls == ["https://www.example.com/blog/hello/"]
 
     Nothing is enqueued or sent unless ``deliver=True``, which passes each
-    flush on to the real dispatch after recording it. URLs produced inside a
-    transaction are flushed when it commits: in a Django ``TestCase``, keep the
+    flush on after recording it. URLs produced inside a transaction are
+    flushed when it commits: in a Django ``TestCase``, keep the
     ``captureOnCommitCallbacks(execute=True)`` block inside this one.
+
+    Which capture sees a flush: the innermost one of the thread (or asyncio
+    task) that flushed; with ``deliver=True`` it passes the flush on to the
+    capture around it, and the outermost to delivery. A thread with no capture
+    of its own (a thread started inside the block, a live server) flushes into
+    the capture entered most recently. So two threads capturing at once each
+    see their own flushes only.
     """
-    from . import dispatch as dispatch_module
+    from .dispatch import intercept
 
     outbox = SubmissionOutbox()
-    original: Callable[..., None] = dispatch_module.dispatch
 
-    def capture(urls: Sequence[str], *args: Any, **kwargs: Any) -> None:
-        urls = [str(url) for url in urls]
-        outbox._record(Submission(_normalized(urls), tuple(urls), bool(kwargs.get("force", False))))
-        if deliver:
-            original(urls, *args, **kwargs)
+    def record(urls: list[str], force: bool) -> bool:
+        outbox._record(Submission(_normalized(urls), tuple(urls), force))
+        return deliver
 
-    # dispatch() is looked up where it is called; modules of the package that
-    # imported the function by name get the stand-in too.
-    swapped: list[tuple[ModuleType, str]] = []
-    for name, module in list(sys.modules.items()):
-        if module is None or name.partition(".")[0] != "indexnow_django":
-            continue
-        for attr, value in list(vars(module).items()):
-            if value is original:
-                setattr(module, attr, capture)
-                swapped.append((module, attr))
-    try:
+    with intercept(record):
         yield outbox
-    finally:
-        for module, attr in swapped:
-            if getattr(module, attr, None) is capture:
-                setattr(module, attr, original)

@@ -6,6 +6,8 @@ The loopback engine and the redis-server are started by ``tests.settings``
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,6 +65,33 @@ def redis_conn(redis_url: str) -> Iterator[redis.Redis]:
     yield conn
     conn.flushdb()
     conn.close()
+
+
+@pytest.fixture
+def silent_redis() -> Iterator[int]:
+    """A port that accepts connections and never answers (a frozen or unreachable Redis)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def swallow() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=swallow, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in accepted:
+        conn.close()
+    listener.close()
 
 
 __all__ = ["override_settings"]

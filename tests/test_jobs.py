@@ -24,8 +24,9 @@ import pytest
 from rq import requeue_job
 from rq.worker import Worker as RQWorker
 
-from indexnow_django.dispatch import META_ATTEMPT, META_BATCH_ID, dispatch
+from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
+from indexnow_django.queue import META_ATTEMPT, META_BATCH_ID
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests.rqhelpers import (
     FAST_RETRY,

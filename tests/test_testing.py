@@ -194,3 +194,89 @@ def test_loopback_engine_reports_each_request_with_its_reply():
         (["https://www.example.com/b/"], 200),
     ]
     assert [r.reply.status for r in engine.posts] == [429, 200]
+
+
+# Which capture sees a flush ------------------------------------------------------
+
+
+def test_nested_captures_the_inner_one_keeps_what_it_captured():
+    with capture_submissions() as outer:
+        with batch():
+            submit("/before/")
+        with capture_submissions() as inner, batch():
+            submit("/inside/")
+        with batch():
+            submit("/after/")
+
+    assert inner.paths == ["/inside/"]
+    assert outer.paths == ["/before/", "/after/"]
+
+
+def test_nested_captures_an_inner_one_that_delivers_passes_its_flushes_out(engine):
+    with capture_submissions() as outer, capture_submissions(deliver=True) as inner, batch():
+        submit("/inside/")
+
+    assert inner.paths == ["/inside/"]
+    assert outer.paths == ["/inside/"]
+    assert engine.posts == []  # the outer capture still keeps it back
+
+
+def test_two_threads_capturing_at_once_each_see_only_their_own(engine):
+    both_capturing = threading.Barrier(2, timeout=5)
+    outboxes: dict[str, list[str]] = {}
+
+    def capture(name: str) -> None:
+        with capture_submissions() as outbox:
+            both_capturing.wait()
+            for i in range(20):
+                with batch():
+                    submit(f"/{name}/{i}/")
+            both_capturing.wait()
+        outboxes[name] = outbox.paths
+
+    threads = [threading.Thread(target=capture, args=(name,)) for name in ("one", "two")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    assert outboxes == {
+        "one": [f"/one/{i}/" for i in range(20)],
+        "two": [f"/two/{i}/" for i in range(20)],
+    }
+    assert engine.posts == []
+
+
+def test_a_module_imported_after_the_capture_started_is_captured(tmp_path, monkeypatch, engine):
+    (tmp_path / "late_module_for_capture.py").write_text(
+        "from indexnow_django.dispatch import dispatch\n\n\n"
+        "def flush():\n"
+        "    dispatch(['/late/'])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with capture_submissions() as outbox:
+        import late_module_for_capture
+
+        late_module_for_capture.flush()
+
+    assert outbox.paths == ["/late/"]
+    assert engine.posts == []
+
+
+def test_an_async_task_flushing_inside_the_block_is_captured(engine):
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    def work() -> None:
+        with batch():
+            submit("/from-async/")
+
+    async def main() -> None:
+        await sync_to_async(work)()
+
+    with capture_submissions() as outbox:
+        asyncio.run(main())
+
+    assert outbox.paths == ["/from-async/"]
+    assert engine.posts == []

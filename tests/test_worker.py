@@ -13,8 +13,8 @@ from rq.worker import Worker as RQWorker
 
 from indexnow_django import worker as worker_module
 from indexnow_django.checks import check_queue_wiring
-from indexnow_django.dispatch import META_BATCH_ID
 from indexnow_django.jobs import deliver
+from indexnow_django.queue import META_BATCH_ID
 from tests.rqhelpers import (
     failed_ids,
     fetch,

@@ -1,0 +1,111 @@
+"""The private internals of Django and redis-py this package relies on, one function each.
+
+Nothing else in the package touches a private attribute of Django or of a
+cache backend: it calls one of these. Each has a test in
+``tests/test_compat.py`` that fails, naming the change, when a new Django,
+django-redis or redis-py release changes the internal it reads:
+
+* :func:`run_after_response`: ``HttpResponseBase._resource_closers``, the
+  callbacks Django runs when the server closes a response (after the last
+  byte went out), where a synchronous send waits;
+* :func:`redis_cache_client`: the redis-py client behind Django's
+  ``RedisCache`` (``cache._cache.get_client``) and django-redis's
+  ``DefaultClient``, for the debounce store's atomic claims;
+* :class:`PendingCallback`: ``BaseDatabaseWrapper.run_on_commit``, the
+  callbacks registered with ``transaction.on_commit`` that still wait for
+  the commit (a rolled-back savepoint removes its own), as
+  ``(savepoint ids, callback, robust)`` entries; and, while the commit runs
+  them, CPython freeing a dropped callback at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.core.cache import BaseCache
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.http.response import HttpResponseBase
+
+__all__ = [
+    "PendingCallback",
+    "can_run_after_response",
+    "redis_cache_client",
+    "run_after_response",
+]
+
+
+def can_run_after_response(response: HttpResponseBase) -> bool:
+    """Whether :func:`run_after_response` can defer a call until ``response`` is closed."""
+    return isinstance(getattr(response, "_resource_closers", None), list)
+
+
+def run_after_response(response: HttpResponseBase, callback: Callable[[], None]) -> bool:
+    """Run ``callback`` when the server closes ``response`` (its content has gone out).
+
+    Returns ``False``, without registering anything, when this Django's
+    responses keep no closer list; the caller then runs ``callback`` itself.
+    """
+    if not can_run_after_response(response):
+        return False
+    closers: list[Callable[[], None]] = response._resource_closers  # type: ignore[attr-defined]
+    closers.append(callback)
+    return True
+
+
+def redis_cache_client(cache: BaseCache) -> tuple[Any, Callable[[str], str]] | None:
+    """The redis-py client that writes for ``cache`` and its key function; ``None`` if none.
+
+    For Django's ``RedisCache`` and django-redis's ``RedisCache`` with its
+    default (or Sentinel) client: both store small integers as plain numbers,
+    so a value written by the client reads back through the cache API. Any
+    other backend (django-redis's herd and shard clients included) gives
+    ``None``.
+    """
+    from django.core.cache.backends.redis import RedisCache
+
+    if isinstance(cache, RedisCache):
+        # ``make_key`` without validation: callers use short hex digests.
+        return cache._cache.get_client(write=True), cache.make_key
+    if type(cache).__module__.split(".")[0] != "django_redis":
+        return None
+    clients = importlib.import_module("django_redis.client")
+    client = getattr(cache, "client", None)
+    if isinstance(client, clients.DefaultClient) and not isinstance(
+        client, (clients.HerdClient, clients.ShardClient)
+    ):
+        return client.get_client(write=True), lambda key: str(client.make_key(key))
+    return None
+
+
+class PendingCallback:
+    """A callback registered with ``on_commit`` (robust), and whether it still waits.
+
+    Holds the callback weakly: the connection alone keeps it alive.
+    """
+
+    def __init__(self, connection: BaseDatabaseWrapper, callback: Callable[[], None]) -> None:
+        self._connection = connection
+        self._callback = weakref.ref(callback)
+        connection.on_commit(callback, robust=True)
+
+    def pending(self) -> bool:
+        """Whether the callback will run (or is running) at the commit.
+
+        False once a rollback (of the transaction, or of a savepoint it was
+        registered in) dropped it. While the transaction is open this reads
+        the connection's list of callbacks, newest first (asking about a
+        recent callback costs little however long the list is). Once the
+        commit runs the callbacks, Django has taken that list away: a dropped
+        callback is then known by being gone, since CPython frees what
+        nothing refers to at once.
+        """
+        callback = self._callback()
+        if callback is None:
+            return False
+        if not self._connection.in_atomic_block:
+            return True
+        return any(entry[1] is callback for entry in reversed(self._connection.run_on_commit))

@@ -1,0 +1,146 @@
+"""The private internals of Django and redis-py the package relies on (``compat.py``).
+
+Each test fails with a message naming the internal when a new release changes it:
+the fix then belongs in ``indexnow_django/compat.py`` alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django
+import pytest
+import redis
+from django.core.cache import caches
+from django.db import connection, transaction
+from django.http import HttpResponse, StreamingHttpResponse
+from django.test import override_settings
+
+from indexnow_django import compat
+
+
+def changed(what: str) -> str:
+    return (
+        f"{what} changed (Django {django.get_version()}, redis-py {redis.__version__}): "
+        "adapt indexnow_django/compat.py"
+    )
+
+
+# Running after the response --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "response", [HttpResponse("ok"), StreamingHttpResponse(iter([b"ok"]))], ids=type
+)
+def test_a_callback_runs_when_the_response_is_closed_not_before(response):
+    ran: list[str] = []
+    assert compat.run_after_response(response, lambda: ran.append("sent")), changed(
+        "HttpResponseBase._resource_closers (the callbacks close() runs)"
+    )
+    assert ran == []
+    response.close()
+    assert ran == ["sent"], changed("HttpResponseBase.close() no longer runs _resource_closers")
+
+
+def test_a_response_without_closers_is_refused_so_the_caller_runs_it_itself():
+    class Bare:
+        pass
+
+    assert compat.can_run_after_response(Bare()) is False  # type: ignore[arg-type]
+    assert compat.run_after_response(Bare(), lambda: None) is False  # type: ignore[arg-type]
+
+
+# The Redis client behind a cache ---------------------------------------------------
+
+
+def redis_caches(redis_url: str) -> dict[str, Any]:
+    return {
+        "django": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"{redis_url}/3",
+            "KEY_PREFIX": "p",
+        },
+        "django_redis": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": f"{redis_url}/3",
+            "KEY_PREFIX": "q",
+        },
+        "locmem": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    }
+
+
+@pytest.mark.parametrize("alias", ["django", "django_redis"])
+def test_a_value_the_client_writes_reads_back_through_the_cache(redis_url, alias):
+    with override_settings(CACHES=redis_caches(redis_url)):
+        cache = caches[alias]
+        target = compat.redis_cache_client(cache)
+        assert target is not None, changed(f"the client behind {type(cache).__module__}")
+        client, make_key = target
+        assert isinstance(client, redis.Redis), changed(f"{alias}'s client is not a redis.Redis")
+        try:
+            client.set(make_key("compat-probe"), 2)
+            assert cache.get("compat-probe") == 2, changed(
+                f"{alias}: a number the client writes no longer reads back through the cache "
+                "(its key function or its serialization of integers)"
+            )
+        finally:
+            cache.delete("compat-probe")
+
+
+def test_other_caches_have_no_client(redis_url):
+    with override_settings(CACHES=redis_caches(redis_url)):
+        assert compat.redis_cache_client(caches["locmem"]) is None
+
+
+# on_commit callbacks ---------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_callback_waits_until_a_savepoint_rollback_drops_it():
+    ran: list[str] = []
+    with transaction.atomic():
+        kept = compat.PendingCallback(connection, lambda: ran.append("kept"))
+        try:
+            with transaction.atomic():
+                dropped = compat.PendingCallback(connection, lambda: ran.append("dropped"))
+                assert dropped.pending(), changed("BaseDatabaseWrapper.run_on_commit entries")
+                raise RuntimeError("roll back the savepoint")
+        except RuntimeError:
+            pass
+        assert kept.pending(), changed("BaseDatabaseWrapper.run_on_commit entries")
+        assert not dropped.pending(), changed(
+            "savepoint_rollback() no longer removes its callbacks from run_on_commit"
+        )
+    assert ran == ["kept"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_while_the_commit_runs_the_callbacks_a_dropped_one_is_gone():
+    """During the commit Django has taken the list away: a dropped callback must be freed."""
+    seen: dict[str, bool] = {}
+    handles: dict[str, compat.PendingCallback] = {}
+
+    def first() -> None:
+        seen.update({name: handle.pending() for name, handle in handles.items()})
+
+    with transaction.atomic():
+        handles["first"] = compat.PendingCallback(connection, first)
+        try:
+            with transaction.atomic():
+                handles["dropped"] = compat.PendingCallback(connection, lambda: None)
+                raise RuntimeError("roll back the savepoint")
+        except RuntimeError:
+            pass
+        handles["last"] = compat.PendingCallback(connection, lambda: None)
+    assert seen == {"first": True, "dropped": False, "last": True}, changed(
+        "a callback dropped by a rollback is still referenced while the commit runs the "
+        "others (CPython frees it at once; another interpreter, or Django keeping it, does not)"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_whole_rollback_drops_every_callback():
+    with pytest.raises(RuntimeError), transaction.atomic():
+        handle = compat.PendingCallback(connection, lambda: None)
+        raise RuntimeError("roll back")
+    assert not handle.pending(), changed("a rolled back transaction keeps its callbacks")

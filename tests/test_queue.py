@@ -1,0 +1,88 @@
+"""rq plumbing (``queue.py``): the Redis client, one timeout rule for every job, failed-job
+retention, and due times that never come early."""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import pytest
+from django.test import override_settings
+from rq.registry import ScheduledJobRegistry
+
+from indexnow_django import queue as rq_plumbing
+from indexnow_django.conf import get_settings
+from indexnow_django.dispatch import dispatch
+from indexnow_django.scheduling import Publication, schedule_now
+from indexnow_django.testing import Reply
+from tests.rqhelpers import exc_string, failed_ids, fetch, only_queued_job, wait_for_status
+
+
+def test_a_shorter_timeout_gives_up_sooner_and_clients_are_shared(silent_redis):
+    import redis
+
+    with override_settings(RQ_QUEUES={"q": {"URL": f"redis://127.0.0.1:{silent_redis}/0"}}):
+        quick = rq_plumbing.connection("q", timeout=0.3)
+        assert rq_plumbing.connection("q", timeout=0.3) is quick
+        assert rq_plumbing.connection("q") is not quick
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError):
+            quick.ping()
+        assert time.monotonic() - started < 0.3 * 4  # redis-py may retry a few times
+
+
+def test_every_job_gets_the_timeout_rounded_up_and_the_failure_ttl(indexnow_settings, redis_conn):
+    indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 1.5})
+    conf = get_settings()
+    dispatch(["/a/"])
+    delivery = only_queued_job(redis_conn)
+    publication = schedule_now(Publication("testapp.post", 1, int(time.time()) + 3600))
+    assert publication is not None
+    publication = fetch(redis_conn, publication.id)
+    assert delivery.timeout == publication.timeout == 2
+    assert delivery.failure_ttl == publication.failure_ttl == rq_plumbing.failure_ttl(conf)
+    assert rq_plumbing.failure_ttl(conf) == 7 * 24 * 3600
+
+
+def test_a_due_time_is_never_early():
+    assert rq_plumbing.due_at(100.0) == datetime.datetime(
+        1970, 1, 1, 0, 1, 40, tzinfo=datetime.timezone.utc
+    )
+    assert rq_plumbing.due_at(100.2).timestamp() == 101
+
+
+def test_a_delayed_flush_is_scheduled_no_earlier_than_the_delay(indexnow_settings, redis_conn):
+    indexnow_settings(DISPATCH="queue", QUEUE={"DELAY": 2.5})
+    before = time.time()
+    dispatch(["/a/"])
+    registry = ScheduledJobRegistry("default", connection=redis_conn)
+    [job_id] = registry.get_job_ids()
+    due = registry.get_scheduled_time(job_id).replace(tzinfo=datetime.timezone.utc).timestamp()
+    assert before + 2.5 <= due <= time.time() + 3.5
+
+
+@pytest.mark.worker
+def test_a_failed_delivery_job_is_kept_for_failure_ttl_only(
+    engine, indexnow_settings, redis_conn, start_worker
+):
+    """rq would keep it a year: the job, its traceback and its URLs, per failed flush."""
+    overrides = {"DISPATCH": "queue"}
+    indexnow_settings(**overrides)
+    start_worker(overrides, with_scheduler=False)
+    engine.queue_replies(Reply(403))
+    dispatch(["/a/"])
+    job_id = wait_for_failed_job(redis_conn)
+    job = fetch(redis_conn, job_id)
+    assert "SubmissionRejected" in exc_string(job)
+    ttl = redis_conn.ttl(job.key)
+    assert 7 * 24 * 3600 - 60 <= ttl <= 7 * 24 * 3600
+
+
+def wait_for_failed_job(conn, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    while not failed_ids(conn):
+        assert time.monotonic() < deadline, "no failed job"
+        time.sleep(0.05)
+    [job_id] = failed_ids(conn)
+    wait_for_status(conn, [job_id], ["failed"])
+    return job_id
