@@ -60,6 +60,7 @@ DEFAULTS: dict[str, Any] = {
     "BATCH": {"MAX_URLS": MAX_BATCH_SIZE},
     "DEBOUNCE": {"CACHE": "default", "TTL": 600},
     "HTTP": {"TIMEOUT": 10},
+    "HISTORY": {"ENABLED": True, "RETENTION_DAYS": 14},
 }
 
 DISPATCH_MODES = ("auto", "queue", "sync")
@@ -116,6 +117,8 @@ class IndexNowSettings:
     debounce_cache: str
     debounce_ttl: int
     http_timeout: float
+    history_enabled: bool = True
+    history_retention_days: int = 14
 
     @property
     def resolved_dispatch(self) -> str:
@@ -375,7 +378,7 @@ def validate(raw: Any = None) -> list[Problem]:
         )
 
     nested_ok = True
-    for name in ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP"):
+    for name in ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY"):
         value = raw.get(name, DEFAULTS[name])
         if not isinstance(value, Mapping):
             nested_ok = False
@@ -503,6 +506,24 @@ def validate(raw: Any = None) -> list[Problem]:
                 f"INDEXNOW['HTTP']['TIMEOUT'] must be a number of seconds > 0, not {timeout!r}.",
             )
         )
+
+    recording = conf["HISTORY"]["ENABLED"]
+    if not isinstance(recording, bool):
+        problems.append(
+            Problem(
+                "indexnow.E019",
+                f"INDEXNOW['HISTORY']['ENABLED'] must be True or False, not {recording!r}.",
+            )
+        )
+    days = conf["HISTORY"]["RETENTION_DAYS"]
+    if not isinstance(days, int) or isinstance(days, bool) or days < 1:
+        problems.append(
+            Problem(
+                "indexnow.E019",
+                f"INDEXNOW['HISTORY']['RETENTION_DAYS'] must be a whole number of days >= 1, "
+                f"not {days!r}.",
+            )
+        )
     return problems
 
 
@@ -554,6 +575,8 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         debounce_cache=conf["DEBOUNCE"]["CACHE"],
         debounce_ttl=conf["DEBOUNCE"]["TTL"],
         http_timeout=conf["HTTP"]["TIMEOUT"],
+        history_enabled=conf["HISTORY"]["ENABLED"],
+        history_retention_days=conf["HISTORY"]["RETENTION_DAYS"],
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from .client import Engine, IndexNowClient, Outcome, PostResult
 from .conf import IndexNowSettings, get_settings
 from .debounce import DebounceStore
+from .history import record
 from .normalize import host_of, normalize_urls
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,7 @@ def deliver_now(
                 if not fresh:
                     continue
                 result = client.post(engine, host, host_conf.key, fresh, host_conf.key_location)
+                record(result, batch_id=batch_id, conf=conf)
                 logger.info(
                     "IndexNow POST batch=%s engine=%s host=%s count=%d status=%s outcome=%s",
                     batch_id,

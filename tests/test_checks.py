@@ -51,7 +51,7 @@ def test_unknown_key_suggests_the_right_one(settings):
         checks.Error(
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
-            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP.",
+            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY.",
             id="indexnow.E002",
         )
     ]

@@ -104,8 +104,14 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("DATABASE_PATH") or BASE_DIR / "db.sqlite3",
-        # The web process and the worker write to the same file.
-        "OPTIONS": {"timeout": 20},
+        # The web process and the worker write to the same file (the worker
+        # records each POST): transactions take the write lock when they begin,
+        # so that two writers wait for each other instead of failing.
+        "OPTIONS": {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL;",
+        },
     }
 }
 

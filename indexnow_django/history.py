@@ -1,0 +1,164 @@
+"""The history of POSTs: one ``Delivery`` row per POST, and its retention.
+
+:func:`record` is called by the submitter right after each POST, whoever
+posts (a worker's job, a synchronous send, the fallback after a Redis
+failure, ``indexnow_submit --sync``). It costs one INSERT per POST, never one
+per URL: the URLs of the POST are stored newline-joined in one text column.
+It never raises: a failure to record is logged and the delivery goes on.
+
+Retention needs no command: after an INSERT, a process deletes the records
+older than ``HISTORY["RETENTION_DAYS"]`` if it has not done so within
+:data:`PURGE_INTERVAL` seconds (one indexed range DELETE). A forking rq worker
+runs each job in a new work horse, so there it happens at most once per job.
+
+This module also answers the question the admin asks about an object: when
+were its URLs last accepted, and by which engines (:func:`last_accepted`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.db import router, transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from .client import Outcome, PostResult
+from .conf import IndexNowSettings
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PURGE_INTERVAL", "has_url", "last_accepted", "purge", "record"]
+
+#: Seconds between two retention passes of one process.
+PURGE_INTERVAL = 3600.0
+#: Characters of the engine's answer that a record keeps.
+ANSWER_CHARS = 500
+
+_last_purge: float | None = None
+
+
+def record(result: PostResult, *, batch_id: str, conf: IndexNowSettings) -> None:
+    """Store one POST and what came of it. Never raises."""
+    if not conf.history_enabled:
+        return
+    try:
+        _insert(result, batch_id, conf)
+    except Exception:
+        logger.warning(
+            "IndexNow history not recorded batch=%s engine=%s host=%s count=%d",
+            batch_id,
+            result.engine.name,
+            result.host,
+            len(result.urls),
+            exc_info=True,
+        )
+        return
+    global _last_purge
+    now = time.monotonic()
+    if _last_purge is not None and now - _last_purge < PURGE_INTERVAL:
+        return
+    _last_purge = now
+    try:
+        purge(conf.history_retention_days)
+    except Exception:
+        logger.warning("IndexNow history retention failed", exc_info=True)
+
+
+def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings) -> None:
+    from .models import Delivery
+
+    dry_run = Delivery.Outcome.DRY_RUN
+    outcome = dry_run if conf.dry_run else Delivery.Outcome(result.outcome.value)
+    job_id, queue, attempt = _current_job()
+    if not job_id:
+        attempt = _attempt_in_process(batch_id, result)
+    using = router.db_for_write(Delivery)
+    with transaction.atomic(using=using):  # a savepoint inside a caller's transaction
+        Delivery.objects.using(using).create(
+            sent_at=timezone.now() - timedelta(seconds=result.elapsed),
+            batch_id=batch_id[:64],
+            attempt=attempt,
+            engine=result.engine.name[:255],
+            host=result.host[:255],
+            url_count=len(result.urls),
+            outcome=outcome,
+            status=result.status,
+            answer=result.message[:ANSWER_CHARS],
+            duration=round(result.elapsed, 4),
+            job_id=job_id,
+            queue=queue,
+            urls=Delivery.URL_SEPARATOR.join(result.urls),
+        )
+
+
+def _current_job() -> tuple[str, str, int]:
+    """``(job id, queue name, attempt)`` of the rq job running in this process, if any."""
+    from rq import get_current_job
+
+    job = get_current_job()
+    if job is None:
+        return "", "", 1
+    attempt = job.kwargs.get("attempt", 1) if isinstance(job.kwargs, dict) else 1
+    return str(job.id), str(job.origin or ""), attempt if isinstance(attempt, int) else 1
+
+
+#: Retryable answers seen by this process, per ``(batch id, engine, host)``: a
+#: caller that retries in-process (``indexnow_submit --sync``) sends again under
+#: the same batch id, and its next record is the next attempt.
+_retries: dict[tuple[str, str, str], int] = {}
+_MAX_TRACKED = 1000
+
+
+def _attempt_in_process(batch_id: str, result: PostResult) -> int:
+    key = (batch_id, result.engine.name, result.host)
+    attempt = _retries.pop(key, 0) + 1
+    if result.outcome is Outcome.RETRY:
+        if len(_retries) >= _MAX_TRACKED:
+            _retries.pop(next(iter(_retries)))
+        _retries[key] = attempt
+    return attempt
+
+
+def purge(retention_days: int) -> int:
+    """Delete the records older than ``retention_days``; return how many went."""
+    from .models import Delivery
+
+    cutoff = timezone.now() - timedelta(days=retention_days)
+    deleted: int = Delivery.objects.filter(sent_at__lt=cutoff).delete()[0]
+    if deleted:
+        logger.info("IndexNow history retention deleted=%d before=%s", deleted, cutoff.isoformat())
+    return deleted
+
+
+def has_url(url: str) -> Q:
+    """A condition on :class:`Delivery` rows: their URLs include exactly ``url`` (a whole line)."""
+    sep = "\n"
+    return (
+        Q(urls=url)
+        | Q(urls__startswith=url + sep)
+        | Q(urls__endswith=sep + url)
+        | Q(urls__contains=sep + url + sep)
+    )
+
+
+def last_accepted(urls: Iterable[str]) -> dict[str, datetime]:
+    """``{engine: when}``: when each engine last accepted any of ``urls``, newest first."""
+    from .models import Delivery
+
+    condition = Q()
+    for url in urls:
+        if url:
+            condition |= has_url(url)
+    if not condition:
+        return {}
+    rows = (
+        Delivery.objects.filter(condition, outcome=Delivery.Outcome.ACCEPTED)
+        .values("engine")
+        .annotate(last=Max("sent_at"))
+    )
+    found = {row["engine"]: row["last"] for row in rows}
+    return dict(sorted(found.items(), key=lambda item: item[1], reverse=True))

@@ -1,0 +1,60 @@
+"""The app's database models: :class:`Delivery`, the record of one POST to an engine.
+
+Rows are written by :mod:`indexnow_django.history` (one INSERT per POST) and
+shown by the admin (``admin.py``). Nothing here reads settings or connects
+signals.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+__all__ = ["Delivery"]
+
+
+class Delivery(models.Model):
+    """One POST of one batch of URLs for one host to one engine, and what it answered."""
+
+    class Outcome(models.TextChoices):
+        ACCEPTED = "accepted", _("accepted")
+        RETRY = "retry", _("retry")
+        REJECTED = "rejected", _("rejected")
+        DRY_RUN = "dry_run", _("dry run")
+
+    #: URLs are stored one a line: a newline cannot occur in a normalized URL.
+    URL_SEPARATOR = "\n"
+
+    # Explicit, so the migration does not depend on the project's DEFAULT_AUTO_FIELD.
+    id = models.BigAutoField(primary_key=True)
+    sent_at = models.DateTimeField(_("sent at"), db_index=True)
+    batch_id = models.CharField(_("batch id"), max_length=64, db_index=True)
+    attempt = models.PositiveIntegerField(_("attempt"), default=1)
+    engine = models.CharField(_("engine"), max_length=255)
+    host = models.CharField(_("host"), max_length=255)
+    url_count = models.PositiveIntegerField(_("URLs"))
+    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices)
+    status = models.PositiveSmallIntegerField(_("status"), null=True, blank=True)
+    answer = models.TextField(_("answer"), blank=True)
+    duration = models.FloatField(_("duration (s)"), default=0.0)
+    #: The rq job that made the POST, when a worker did ("" otherwise).
+    job_id = models.CharField(_("job id"), max_length=128, blank=True)
+    queue = models.CharField(_("queue"), max_length=128, blank=True)
+    urls = models.TextField(_("URLs"))
+
+    class Meta:
+        verbose_name = _("delivery")
+        verbose_name_plural = _("deliveries")
+        ordering = ["-sent_at", "-pk"]
+        permissions = [
+            ("send_again", _("Can send the URLs of deliveries again")),
+            ("submit_urls", _("Can submit URLs to IndexNow")),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.engine} {self.host}: {self.url_count} URL(s) {self.outcome}"
+
+    @property
+    def url_list(self) -> list[str]:
+        """The URLs of the POST, in the order they were sent."""
+        return [url for url in self.urls.split(self.URL_SEPARATOR) if url]

@@ -1,0 +1,174 @@
+"""The history of POSTs: one Delivery row per POST, written by whoever posts, and its retention."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from indexnow_django import history
+from indexnow_django.conf import Problem, validate
+from indexnow_django.models import Delivery
+from indexnow_django.submitter import deliver_now
+from indexnow_django.testing import Reply
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def history_on(indexnow_settings, monkeypatch):
+    """History recorded, and this process has not purged yet."""
+    monkeypatch.setattr(history, "_last_purge", None)
+    monkeypatch.setattr(history, "_retries", {})
+    indexnow_settings(HISTORY={"ENABLED": True, "RETENTION_DAYS": 14})
+
+
+def test_each_post_is_recorded_with_what_the_engine_answered(engine, history_on):
+    engine.queue_replies(Reply(202), Reply(422, "Unprocessable Entity: URLs do not match"))
+    deliver_now(["/a/", "/b/"], batch_id="batch1")
+    deliver_now(["/c/"], batch_id="batch2")
+
+    first, second = Delivery.objects.order_by("pk")
+    assert (first.batch_id, first.outcome, first.status, first.url_count, first.attempt) == (
+        "batch1",
+        "accepted",
+        202,
+        2,
+        1,
+    )
+    assert first.url_list == ["https://www.example.com/a/", "https://www.example.com/b/"]
+    assert first.host == "www.example.com"
+    assert first.engine == engine.url.split("/")[2]
+    assert first.duration > 0
+    assert first.job_id == ""
+    assert (second.outcome, second.status) == ("rejected", 422)
+    assert "URLs do not match" in second.answer
+    assert second.sent_at <= timezone.now()
+
+
+def test_one_insert_per_post_not_per_url(engine, history_on):
+    urls = [f"/p/{i}/" for i in range(2500)]
+    with CaptureQueriesContext(connection) as queries:
+        deliver_now(urls, batch_id="big")
+    inserts = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
+    assert len(inserts) == 1
+    [row] = Delivery.objects.all()
+    assert row.url_count == 2500
+    assert row.url_list == [f"https://www.example.com/p/{i}/" for i in range(2500)]
+
+
+def test_dry_run_is_recorded_as_such(engine, history_on, indexnow_settings):
+    indexnow_settings(DRY_RUN=True)
+    deliver_now(["/a/"])
+    [row] = Delivery.objects.all()
+    assert (row.outcome, row.status) == ("dry_run", None)
+    assert engine.posts == []
+
+
+def test_disabled_history_records_nothing(engine, indexnow_settings):
+    indexnow_settings(HISTORY={"ENABLED": False})
+    deliver_now(["/a/"])
+    assert len(engine.posts) == 1
+    assert not Delivery.objects.exists()
+
+
+class _NowhereRouter:
+    """Sends history writes to a database alias that does not exist."""
+
+    def db_for_write(self, model, **hints):
+        return "missing" if model is Delivery else None
+
+
+def test_a_failure_to_record_is_logged_and_the_delivery_goes_on(
+    engine, history_on, settings, caplog
+):
+    settings.DATABASE_ROUTERS = [f"{__name__}._NowhereRouter"]
+    with caplog.at_level(logging.WARNING, logger="indexnow_django.history"):
+        report = deliver_now(["/a/"], batch_id="b1")
+    assert report.sent_count == 1
+    assert engine.posted_urls() == ["https://www.example.com/a/"]
+    [message] = [r.getMessage() for r in caplog.records if r.name == "indexnow_django.history"]
+    assert "history not recorded batch=b1" in message
+
+
+def test_retries_in_one_process_count_attempts(engine, history_on):
+    engine.queue_replies(Reply(503), Reply(200))
+    deliver_now(["/a/"], batch_id="again")
+    deliver_now(["/a/"], batch_id="again")
+    assert list(Delivery.objects.order_by("pk").values_list("outcome", "attempt")) == [
+        ("retry", 1),
+        ("accepted", 2),
+    ]
+
+
+def _old(days: float, **fields) -> Delivery:
+    values = {
+        "sent_at": timezone.now() - timedelta(days=days),
+        "batch_id": "old",
+        "engine": "indexnow",
+        "host": "www.example.com",
+        "url_count": 1,
+        "outcome": "accepted",
+        "urls": "https://www.example.com/old/",
+        **fields,
+    }
+    return Delivery.objects.create(**values)
+
+
+def test_records_older_than_the_retention_go_when_new_ones_are_written(
+    engine, history_on, indexnow_settings
+):
+    indexnow_settings(HISTORY={"RETENTION_DAYS": 3})
+    gone = _old(3.1)
+    kept = _old(2.9)
+    deliver_now(["/a/"])
+    assert not Delivery.objects.filter(pk=gone.pk).exists()
+    assert Delivery.objects.filter(pk=kept.pk).exists()
+    assert Delivery.objects.count() == 2
+
+
+def test_retention_runs_at_most_once_an_hour_per_process(engine, history_on, monkeypatch):
+    deliver_now(["/a/"])  # the first record of the process purges
+    late = _old(20)
+    with CaptureQueriesContext(connection) as queries:
+        deliver_now(["/b/"])
+    assert not [q for q in queries if q["sql"].lstrip().upper().startswith("DELETE")]
+    assert Delivery.objects.filter(pk=late.pk).exists()
+
+    monkeypatch.setattr(history, "_last_purge", history._last_purge - history.PURGE_INTERVAL)
+    deliver_now(["/c/"])
+    assert not Delivery.objects.filter(pk=late.pk).exists()
+
+
+def test_last_accepted_matches_whole_urls_only(history_on):
+    _old(1, engine="bing", urls="https://www.example.com/a/\nhttps://www.example.com/ab/")
+    _old(2, engine="yandex", urls="https://www.example.com/a/")
+    _old(0.5, engine="naver", urls="https://www.example.com/a/", outcome="rejected")
+    _old(0.1, engine="seznam", urls="https://www.example.com/abc/")
+    found = history.last_accepted(["https://www.example.com/a/"])
+    assert list(found) == ["bing", "yandex"]
+    assert history.last_accepted(["https://www.example.com/ab/"]).keys() == {"bing"}
+    assert history.last_accepted([]) == {}
+
+
+def test_history_settings_are_validated(settings):
+    settings.INDEXNOW = {**settings.INDEXNOW, "HISTORY": {"ENABLED": "yes", "RETENTION_DAYS": 0}}
+    assert validate() == [
+        Problem(
+            "indexnow.E019",
+            "INDEXNOW['HISTORY']['ENABLED'] must be True or False, not 'yes'.",
+        ),
+        Problem(
+            "indexnow.E019",
+            "INDEXNOW['HISTORY']['RETENTION_DAYS'] must be a whole number of days >= 1, not 0.",
+        ),
+    ]
+
+
+def test_the_migrations_match_the_models():
+    call_command("makemigrations", "indexnow", "--check", "--dry-run", verbosity=0)
