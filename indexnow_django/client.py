@@ -3,7 +3,13 @@
 :meth:`IndexNowClient.post` sends one batch to one engine and *never raises*
 for what the engine answers or for a network failure: it returns a
 :class:`PostResult` that says whether the batch was accepted, should be
-retried (and after how long), or was finally rejected.
+retried (and after how long), or was finally rejected. A POST is bounded in
+time (one deadline for the whole exchange) and in memory (only a short prefix
+of the answer is read).
+
+:meth:`RetryPolicy.plan` turns the retryable results of an attempt into one
+:class:`Retry` per engine (which URLs, after how long): the worker's jobs
+schedule them, ``indexnow_submit --sync`` waits for them.
 """
 
 from __future__ import annotations
@@ -11,13 +17,15 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 
 from . import __version__
 
@@ -28,7 +36,10 @@ __all__ = [
     "IndexNowClient",
     "Outcome",
     "PostResult",
+    "Retry",
     "RetryPolicy",
+    "excerpt",
+    "parse_retry_after",
     "resolve_engine",
 ]
 
@@ -50,6 +61,10 @@ ENGINE_ENDPOINTS: dict[str, str] = {
 
 #: How much of an engine's answer a message quotes.
 BODY_EXCERPT_CHARS = 300
+#: How much of an engine's answer is read at most; the rest is never downloaded.
+MAX_BODY_BYTES = 16 * 1024
+#: A dry run lists the URLs of a batch at INFO up to this many, else at DEBUG.
+DRY_RUN_LISTED_URLS = 20
 
 USER_AGENT = f"indexnow-django/{__version__} (+https://pypi.org/project/indexnow-django/)"
 
@@ -117,24 +132,70 @@ class RetryPolicy:
             parsed = base * self.multiplier ** max(attempt - 1, 0)
         return float(max(0.0, min(parsed, self.max_delay)))
 
+    def plan(
+        self, results: Iterable[PostResult], attempt: int, now: float | None = None
+    ) -> list[Retry]:
+        """The next attempt after ``attempt`` for retryable ``results``: one :class:`Retry` per
+        engine (endpoint), with the URLs that engine did not take (each once, in order) and
+        the longest delay any of its answers asks for.
+
+        Empty when ``attempt`` is already ``max_attempts``: the results are final then.
+        """
+        if attempt >= self.max_attempts:
+            return []
+        by_engine: dict[str, list[PostResult]] = {}
+        for result in results:
+            if result.outcome is Outcome.RETRY:
+                by_engine.setdefault(result.engine.endpoint, []).append(result)
+        return [
+            Retry(
+                engine=found[0].engine,
+                urls=tuple(dict.fromkeys(url for r in found for url in r.urls)),
+                delay=max(self.delay(r.status, attempt, r.retry_after, now) for r in found),
+                attempt=attempt + 1,
+                results=tuple(found),
+            )
+            for found in by_engine.values()
+        ]
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Another attempt for one engine: which URLs, after how many seconds."""
+
+    engine: Engine
+    urls: tuple[str, ...]
+    delay: float
+    #: The number of the attempt this retry is.
+    attempt: int
+    #: The answers that asked for it (the last attempt's).
+    results: tuple[PostResult, ...]
+
+
+_DELTA_SECONDS = re.compile(r"[0-9]+")
+
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date), or ``None``."""
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date), or ``None``.
+
+    Anything else (``soon``, ``1.5``, a non-ASCII digit such as ``²``, a date
+    without a zone) is ``None``: as if the header were absent.
+    """
     if value is None:
         return None
     value = value.strip()
     if not value:
         return None
-    if value.isdigit():
+    if _DELTA_SECONDS.fullmatch(value):
         return float(value)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        if when is None or when.tzinfo is None:
+            return None
+        current = time.time() if now is None else now
+        return max(0.0, when.timestamp() - current)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when is None or when.tzinfo is None:
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 @dataclass(frozen=True)
@@ -152,6 +213,11 @@ class PostResult:
     #: The ``Retry-After`` header the engine sent, if any.
     retry_after: str | None = None
     elapsed: float = 0.0
+    #: For a network failure or a timeout: the error's class (``ConnectTimeout``,
+    #: ``ConnectionError``, ``DeadlineExceeded``...).
+    error: str | None = None
+    #: Not sent: ``DRY_RUN`` is on (the outcome says accepted, so nothing retries it).
+    dry_run: bool = False
 
     @property
     def accepted(self) -> bool:
@@ -162,11 +228,16 @@ class PostResult:
         return self.outcome is Outcome.RETRY
 
 
-def _excerpt(text: str) -> str:
+def excerpt(text: str, limit: int = BODY_EXCERPT_CHARS) -> str:
+    """``text`` on one line (white space runs made one space), cut to ``limit`` characters."""
     text = " ".join(text.split())
-    if len(text) > BODY_EXCERPT_CHARS:
-        return text[:BODY_EXCERPT_CHARS] + "…"
+    if len(text) > limit:
+        return text[:limit] + "…"
     return text
+
+
+class DeadlineExceeded(requests.Timeout):
+    """The engine's answer did not arrive whole within the POST's deadline."""
 
 
 def classify(status: int, body: str) -> Outcome:
@@ -190,7 +261,13 @@ _REASONS = {
 
 
 class IndexNowClient:
-    """Posts URL batches to IndexNow engines. Thread-safe for separate instances only."""
+    """Posts URL batches to IndexNow engines. Thread-safe for separate instances only.
+
+    ``timeout`` (seconds) bounds connecting and each read, and the whole POST
+    too: an answer that has not arrived whole ``timeout`` seconds after the
+    request started (a body trickled byte by byte) is a timeout, retried like
+    any other. Only the first :data:`MAX_BODY_BYTES` of an answer are read.
+    """
 
     def __init__(
         self,
@@ -226,16 +303,12 @@ class IndexNowClient:
         if len(urls) > MAX_BATCH_SIZE:
             raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} URLs, got {len(urls)}")
         urls = tuple(urls)
-        payload = self.build_payload(host, key, key_location, urls)
         if self.dry_run:
-            logger.info(
-                "IndexNow dry run: would POST engine=%s endpoint=%s host=%s count=%d",
-                engine.name,
-                engine.endpoint,
-                host,
-                len(urls),
+            _log_dry_run(engine, host, urls)
+            return PostResult(
+                engine, host, urls, Outcome.ACCEPTED, None, "dry run: not sent", dry_run=True
             )
-            return PostResult(engine, host, urls, Outcome.ACCEPTED, None, "dry run: not sent")
+        payload = self.build_payload(host, key, key_location, urls)
         body = json.dumps(payload).encode("utf-8")
         headers = {
             "Content-Type": "application/json; charset=utf-8",
@@ -249,39 +322,24 @@ class IndexNowClient:
                 headers=headers,
                 timeout=self.timeout,
                 allow_redirects=False,
+                stream=True,
             )
-        except requests.Timeout:
-            return PostResult(
-                engine,
-                host,
-                urls,
-                Outcome.RETRY,
-                None,
-                f"{engine.name}: no answer within {self.timeout:g}s (timeout)",
-                elapsed=time.monotonic() - started,
-            )
-        except requests.RequestException as exc:
-            return PostResult(
-                engine,
-                host,
-                urls,
-                Outcome.RETRY,
-                None,
-                f"{engine.name}: network error: {_excerpt(str(exc))}",
-                elapsed=time.monotonic() - started,
-            )
+            try:
+                text = _read_prefix(response, started + self.timeout)
+            finally:
+                response.close()
+        except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:
+            return self._failed(engine, host, urls, started, exc, timed_out=True)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            return self._failed(engine, host, urls, started, exc, timed_out=False)
         elapsed = time.monotonic() - started
-        try:
-            text = response.text
-        except Exception:
-            text = ""
         outcome = classify(response.status_code, text)
         reason = _REASONS.get(response.status_code, response.reason or "")
         message = f"{engine.name} answered {response.status_code}"
         if reason:
             message += f" ({reason})"
         if text.strip():
-            message += f": {_excerpt(text)}"
+            message += f": {excerpt(text)}"
         return PostResult(
             engine,
             host,
@@ -292,3 +350,90 @@ class IndexNowClient:
             retry_after=response.headers.get("Retry-After"),
             elapsed=elapsed,
         )
+
+    def _failed(
+        self,
+        engine: Engine,
+        host: str,
+        urls: tuple[str, ...],
+        started: float,
+        exc: Exception,
+        *,
+        timed_out: bool,
+    ) -> PostResult:
+        """A POST that got no complete answer: retryable, naming the error's class."""
+        error = type(exc).__name__
+        if timed_out:
+            message = f"{engine.name}: no answer within {self.timeout:g}s (timeout, {error})"
+        else:
+            message = f"{engine.name}: network error ({error}): {excerpt(str(exc))}"
+        return PostResult(
+            engine,
+            host,
+            urls,
+            Outcome.RETRY,
+            None,
+            message,
+            elapsed=time.monotonic() - started,
+            error=error,
+        )
+
+
+def _read_prefix(response: requests.Response, deadline: float) -> str:
+    """The first :data:`MAX_BODY_BYTES` of ``response``'s body, as text, read by ``deadline``.
+
+    The body is streamed, never read whole, and each read returns what has
+    arrived: a body trickled byte by byte meets the deadline, not just the
+    read timeout. Raises :class:`DeadlineExceeded` when the deadline passes first.
+    """
+    raw = response.raw
+    # urllib3 2.3+ returns whatever arrived; older versions block until the
+    # requested size, so they read a byte at a time (cheap: the body is short).
+    read1 = getattr(raw, "read1", None)
+    chunks: list[bytes] = []
+    size = 0
+    while size < MAX_BODY_BYTES:
+        if time.monotonic() > deadline:
+            raise DeadlineExceeded(
+                f"the answer was not complete within the deadline ({size} bytes)"
+            )
+        if read1 is not None:
+            chunk = read1(MAX_BODY_BYTES - size, decode_content=True)
+        else:
+            chunk = raw.read(1, decode_content=True)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    data = b"".join(chunks)[:MAX_BODY_BYTES]
+    return data.decode(response.encoding or "utf-8", errors="replace")
+
+
+def _log_dry_run(engine: Engine, host: str, urls: tuple[str, ...]) -> None:
+    """What a dry run would have posted: engine, host and every URL.
+
+    Up to :data:`DRY_RUN_LISTED_URLS` URLs are listed at INFO; a longer batch
+    gives its count at INFO and its list at DEBUG.
+    """
+    if len(urls) <= DRY_RUN_LISTED_URLS:
+        logger.info(
+            "IndexNow dry run: would POST engine=%s host=%s count=%d urls=%s",
+            engine.name,
+            host,
+            len(urls),
+            " ".join(urls),
+        )
+        return
+    logger.info(
+        "IndexNow dry run: would POST engine=%s host=%s count=%d (URLs listed at DEBUG)",
+        engine.name,
+        host,
+        len(urls),
+    )
+    logger.debug(
+        "IndexNow dry run: URLs engine=%s host=%s count=%d urls=%s",
+        engine.name,
+        host,
+        len(urls),
+        " ".join(urls),
+    )

@@ -1,9 +1,15 @@
 """URL normalization. Pure Python: no Django import.
 
-Every URL that reaches an engine goes through :func:`normalize_urls`: relative
+Every URL that reaches an engine goes through :func:`normalize_url`: relative
 paths are joined to the base URL, scheme and host are lowercased, IDN hosts
-become punycode, default ports and fragments are dropped and duplicates are
-removed (first occurrence wins, order kept).
+become punycode, default ports and fragments are dropped, characters that
+RFC 3986 does not allow in a path or query (spaces, non-ASCII letters, a ``%``
+that starts no escape) are percent-encoded as UTF-8, and a URL holding a
+control character is refused. :func:`normalize_urls` also drops foreign hosts
+and duplicates (first occurrence wins, order kept).
+
+:func:`normalize_entry` is the stricter rule for what a person types (the
+``indexnow_submit`` command): an absolute URL or a path starting with ``/``.
 """
 
 from __future__ import annotations
@@ -11,13 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
+
+from .client import excerpt
 
 __all__ = [
     "MAX_URL_LENGTH",
     "InvalidURL",
     "NormalizedURLs",
+    "foreign_host_reason",
     "host_of",
+    "normalize_entry",
     "normalize_host",
     "normalize_url",
     "normalize_urls",
@@ -28,10 +38,27 @@ MAX_URL_LENGTH = 2048
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
-# An URL already in canonical form (lowercase ASCII host, no port, a path, no
-# fragment, no white space) is returned as it is: bulk submissions and jobs
-# carry such URLs by the million.
-_CANONICAL = re.compile(r"https?://(?:[a-z0-9-]{1,63}\.)*[a-z0-9-]{1,63}/[^#\s]*")
+#: How much of a rejected input a message quotes.
+EXCERPT_CHARS = 80
+
+# An URL already in canonical form (lowercase ASCII host, no port, a path and
+# query of characters RFC 3986 allows, every ``%`` an escape, no fragment) is
+# returned as it is: bulk submissions and jobs carry such URLs by the million.
+_CANONICAL = re.compile(
+    r"https?://(?:[a-z0-9-]{1,63}\.)*[a-z0-9-]{1,63}/[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*"
+)
+# A character to percent-encode in a path or query: outside RFC 3986's
+# unreserved, sub-delims, ":", "@", "/" and "?", or a "%" that starts no escape.
+_TO_ENCODE = re.compile(r"%(?![0-9A-Fa-f]{2})|[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# C0 controls, DEL and C1 controls: never part of a URL, and urlsplit() would
+# silently drop some of them.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
+# Leading and trailing white space dropped from an input: ASCII only, so that
+# a control character such as NEL (U+0085) is refused, not trimmed.
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 class InvalidURL(ValueError):
@@ -51,12 +78,23 @@ def normalize_host(host: str) -> str:
 def normalize_url(url: str, base_url: str | None = None) -> str:
     """Return the canonical absolute form of ``url`` or raise :class:`InvalidURL`."""
     if not isinstance(url, str):
-        raise InvalidURL(f"not a string: {url!r}")
-    if len(url) <= MAX_URL_LENGTH and not url.endswith("?") and _CANONICAL.fullmatch(url):
+        raise InvalidURL(f"not a string: {excerpt(repr(url), EXCERPT_CHARS)}")
+    if (
+        len(url) <= MAX_URL_LENGTH
+        and not url.endswith("?")
+        and _CANONICAL.fullmatch(url)
+        and ("%" not in url or not _BAD_PERCENT.search(url))
+    ):
         return url
-    url = url.strip()
+    url = url.strip(_ASCII_SPACE)
     if not url:
         raise InvalidURL("empty URL")
+    control = _CONTROL.search(url)
+    if control:
+        raise InvalidURL(
+            f"contains the control character U+{ord(control.group()):04X} "
+            f"at position {control.start() + 1}"
+        )
     if base_url and not urlsplit(url).scheme and not url.startswith("//"):
         url = urljoin(base_url.rstrip("/") + "/", url.lstrip("/"))
     parts = urlsplit(url)
@@ -64,25 +102,65 @@ def normalize_url(url: str, base_url: str | None = None) -> str:
     if scheme not in _DEFAULT_PORTS:
         if not scheme:
             raise InvalidURL("relative URL and no base URL to join it to")
-        raise InvalidURL(f"scheme {scheme!r} is not http or https")
+        raise InvalidURL(f"scheme {excerpt(scheme, EXCERPT_CHARS)!r} is not http or https")
     if not parts.hostname:
         raise InvalidURL("no host")
     try:
         port = parts.port
     except ValueError as exc:
         raise InvalidURL("invalid port") from exc
+    not_a_host = f"host {excerpt(parts.hostname, EXCERPT_CHARS)!r} is not a valid domain name"
     try:
         hostname = parts.hostname.rstrip(".").encode("idna").decode("ascii").lower()
     except UnicodeError as exc:
-        raise InvalidURL(f"host {parts.hostname!r} is not a valid domain name") from exc
+        raise InvalidURL(not_a_host) from exc
+    if not _HOST_NAME.fullmatch(hostname):
+        raise InvalidURL(not_a_host)
     netloc = hostname
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         netloc = f"{hostname}:{port}"
-    path = parts.path or "/"
-    result = urlunsplit((scheme, netloc, path, parts.query, ""))
+    path = _encoded(parts.path or "/")
+    result = urlunsplit((scheme, netloc, path, _encoded(parts.query), ""))
     if len(result) > MAX_URL_LENGTH:
         raise InvalidURL(f"longer than {MAX_URL_LENGTH} characters")
     return result
+
+
+def _encoded(part: str) -> str:
+    """``part`` (a path or a query) with what RFC 3986 does not allow percent-encoded."""
+    return _TO_ENCODE.sub(lambda match: quote(match.group(), safe=""), part)
+
+
+def normalize_entry(entry: str, base_url: str) -> str:
+    """Normalize a URL typed by a person: an absolute URL, or a path starting with ``/``.
+
+    Anything else (``about``, ``www.example.com/a``, ``//host/a``) raises
+    :class:`InvalidURL` rather than being guessed at.
+    """
+    text = entry.strip(_ASCII_SPACE) if isinstance(entry, str) else entry
+    if (
+        isinstance(text, str)
+        and not _SCHEME.match(text)
+        and (not text.startswith("/") or text.startswith("//"))
+    ):
+        raise InvalidURL("neither an absolute URL nor a path starting with /")
+    return normalize_url(text, base_url)
+
+
+def foreign_host_reason(host: str, allowed_hosts: Iterable[str], base_url: str | None) -> str:
+    """Why a URL on ``host`` is not submitted, in the terms of the settings that decide it.
+
+    With ``HOSTS`` left out the only allowed host is that of ``BASE_URL``, and
+    the message says so rather than naming a setting the site never set.
+    """
+    shown = excerpt(host, EXCERPT_CHARS)
+    allowed = set(allowed_hosts)
+    if base_url and allowed == {urlsplit(base_url).netloc}:
+        return (
+            f"host {shown!r} is not the host of BASE_URL ({base_url}); list every host "
+            "to submit for in INDEXNOW['HOSTS']"
+        )
+    return f"host {shown!r} is not in INDEXNOW['HOSTS']"
 
 
 def host_of(url: str) -> str:
@@ -125,7 +203,7 @@ def normalize_urls(
             result.rejected.append((str(raw), str(exc)))
             continue
         if hosts is not None and host_of(url) not in hosts:
-            result.rejected.append((url, f"host {host_of(url)!r} is not in INDEXNOW['HOSTS']"))
+            result.rejected.append((url, foreign_host_reason(host_of(url), hosts, base_url)))
             continue
         if url not in seen:
             seen.add(url)

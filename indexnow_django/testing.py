@@ -46,6 +46,10 @@ class Reply:
     #: Seconds to wait before answering (to simulate a hanging engine).
     delay: float = 0.0
     content_type: str = "text/plain; charset=utf-8"
+    #: The body is sent this many times over (a huge answer without holding it in memory).
+    repeat: int = 1
+    #: Seconds between two bytes of the body (an engine that trickles its answer).
+    trickle: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionError:
+            pass  # the client closed the connection without reading the whole answer
+
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
@@ -91,13 +101,21 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Content-Length", str(len(payload) * reply.repeat))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(payload)
+            for _ in range(reply.repeat):
+                if not reply.trickle:
+                    self.wfile.write(payload)
+                    continue
+                for byte in range(len(payload)):
+                    self.wfile.write(payload[byte : byte + 1])
+                    self.wfile.flush()
+                    if engine._stopping.wait(reply.trickle):
+                        return
         except OSError:
-            pass  # the client gave up (timeout): nothing to answer
+            pass  # the client gave up (timeout, or it read enough): nothing to answer
 
     do_POST = _handle
     do_GET = _handle

@@ -1,6 +1,8 @@
 """The HTTP client against a real HTTP server on 127.0.0.1."""
 
+import logging
 import time
+import tracemalloc
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
@@ -12,6 +14,7 @@ from indexnow_django.client import (
     Engine,
     IndexNowClient,
     Outcome,
+    PostResult,
     RetryPolicy,
     parse_retry_after,
     resolve_engine,
@@ -121,11 +124,99 @@ def test_hanging_engine_returns_near_the_timeout(engine, target):
     assert 0.4 < elapsed < 2
 
 
-def test_connection_refused_is_retryable():
+def test_connection_refused_is_retryable_and_names_the_error():
     target = Engine("closed", f"http://127.0.0.1:{free_port()}/indexnow")
     result = post(target)
     assert result.outcome is Outcome.RETRY and result.status is None
-    assert "network error" in result.message
+    assert result.error == "ConnectionError"
+    assert result.message.startswith("closed: network error (ConnectionError): ")
+
+
+def test_hanging_engine_names_the_timeout_class(engine, target):
+    engine.queue_replies(Reply(200, delay=3))
+    result = post(target, timeout=0.5)
+    assert result.error == "ReadTimeout"
+    assert result.message == "loopback: no answer within 0.5s (timeout, ReadTimeout)"
+
+
+def test_huge_answer_is_read_only_up_to_a_short_prefix(engine, target):
+    """A 320 MB body: the client reads a few KiB of it, quotes 300 characters, and is done."""
+    chunk = b"x" * (1 << 20)
+    engine.queue_replies(Reply(403, chunk, repeat=320))
+    tracemalloc.start()
+    try:
+        started = time.monotonic()
+        result = post(target)
+        elapsed = time.monotonic() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.outcome is Outcome.REJECTED and result.status == 403
+    assert result.message.endswith("x" * 300 + "…")
+    # The body is 320 MB and one chunk of it 1 MiB (allocated by the engine's
+    # thread before the POST): anything near reading the body whole is far above.
+    assert peak < 4 * (1 << 20), peak
+    assert elapsed < 2
+
+
+def test_read_stops_at_the_prefix_even_without_a_length(engine, target):
+    engine.queue_replies(Reply(200, b"y" * 100_000))
+    result = post(target)
+    assert result.accepted
+    assert "y" * 300 + "…" in result.message
+
+
+def test_trickled_answer_is_a_timeout_at_the_deadline(engine, target):
+    """One byte every 2 s never trips the 3 s read timeout; the deadline of the POST does."""
+    engine.queue_replies(Reply(200, "z" * 50, trickle=2))
+    started = time.monotonic()
+    result = post(target, timeout=3)
+    elapsed = time.monotonic() - started
+    assert result.outcome is Outcome.RETRY and result.status is None
+    assert result.error == "DeadlineExceeded"
+    assert "no answer within 3s (timeout, DeadlineExceeded)" in result.message
+    assert 3 <= elapsed < 6
+
+
+def test_latin1_digit_in_retry_after_is_as_if_absent(engine, target):
+    engine.queue_replies(Reply(429, headers={"Retry-After": "²"}))
+    result = post(target)
+    assert result.outcome is Outcome.RETRY
+    assert result.retry_after == "²"
+    assert POLICY.delay(result.status, 1, result.retry_after) == 60
+
+
+def test_dry_run_logs_engine_host_and_every_url(caplog):
+    client = IndexNowClient(dry_run=True)
+    target = Engine("bing", "https://www.bing.com/indexnow")
+    urls = [f"https://www.example.com/{n}/" for n in range(3)]
+    with caplog.at_level(logging.INFO, logger="indexnow_django"):
+        result = client.post(target, "www.example.com", "test-key-0123456789", urls)
+    assert result.dry_run and result.accepted and result.status is None
+    assert caplog.messages == [
+        "IndexNow dry run: would POST engine=bing host=www.example.com count=3 urls="
+        + " ".join(urls)
+    ]
+
+
+def test_dry_run_of_a_long_batch_lists_urls_at_debug(caplog):
+    client = IndexNowClient(dry_run=True)
+    target = Engine("bing", "https://www.bing.com/indexnow")
+    urls = [f"https://www.example.com/{n}/" for n in range(21)]
+    with caplog.at_level(logging.DEBUG, logger="indexnow_django"):
+        client.post(target, "www.example.com", "test-key-0123456789", urls)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "INFO",
+            "IndexNow dry run: would POST engine=bing host=www.example.com count=21 "
+            "(URLs listed at DEBUG)",
+        ),
+        (
+            "DEBUG",
+            "IndexNow dry run: URLs engine=bing host=www.example.com count=21 urls="
+            + " ".join(urls),
+        ),
+    ]
 
 
 def test_empty_list_posts_an_empty_list(engine, target):
@@ -181,6 +272,7 @@ def test_retry_after_seconds_wins_and_is_capped():
     assert POLICY.delay(429, 1, "2") == 2
     assert POLICY.delay(503, 3, "30") == 30
     assert POLICY.delay(429, 1, "99999") == 3600
+    assert POLICY.delay(429, 1, "9" * 400) == 3600
 
 
 def test_retry_after_http_date():
@@ -191,7 +283,41 @@ def test_retry_after_http_date():
     assert POLICY.delay(429, 1, past, now=now.timestamp()) == 0
 
 
-@pytest.mark.parametrize("header", ["", "soon", "-5", "1.5e3"])
+@pytest.mark.parametrize(
+    "header", ["", "soon", "-5", "1.5e3", "²", "١٢", "Wed, 21 Oct 2015 07:28:00"]
+)
 def test_unusable_retry_after_falls_back_to_formula(header):
     assert parse_retry_after(header) is None
     assert POLICY.delay(429, 1, header) == 60
+
+
+def _result(engine, urls, status=503, retry_after=None, outcome=Outcome.RETRY):
+    return PostResult(engine, "www.example.com", tuple(urls), outcome, status, "", retry_after)
+
+
+def test_plan_gives_one_retry_per_engine_endpoint():
+    first = Engine("127.0.0.1:1", "http://127.0.0.1:1/e1")
+    second = Engine("127.0.0.1:1", "http://127.0.0.1:1/e2")  # same host, another engine
+    results = [
+        _result(first, ["https://www.example.com/a", "https://www.example.com/b"], 503),
+        _result(second, ["https://www.example.com/a"], 429, retry_after="30"),
+        _result(first, ["https://www.example.com/b", "https://www.example.com/c"], 429),
+        _result(second, ["https://www.example.com/z"], 400, outcome=Outcome.REJECTED),
+    ]
+    plan = POLICY.plan(results, attempt=1)
+    assert [(r.engine, r.urls, r.delay, r.attempt) for r in plan] == [
+        (
+            first,
+            ("https://www.example.com/a", "https://www.example.com/b", "https://www.example.com/c"),
+            60,  # the longest delay its answers ask for: 429 after the first attempt
+            2,
+        ),
+        (second, ("https://www.example.com/a",), 30, 2),
+    ]
+    assert plan[0].results == (results[0], results[2])
+
+
+def test_plan_is_empty_at_the_last_attempt():
+    engine = Engine("e", "http://127.0.0.1:1/e")
+    assert POLICY.plan([_result(engine, ["https://www.example.com/a"])], attempt=5) == []
+    assert POLICY.plan([_result(engine, ["https://www.example.com/a"])], attempt=4) != []

@@ -8,10 +8,12 @@ worker that sends them.
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
@@ -43,12 +45,12 @@ class Output(StringIO):
         return self.tty
 
 
-def submit(*args: str, stdin: str | None = None, tty: bool = False) -> tuple[str, str]:
+def submit(*args: str, stdin: str | StringIO | None = None, tty: bool = False) -> tuple[str, str]:
     """Run the command; return (stdout, stderr). ``CommandError`` propagates."""
     out, err = Output(tty), Output()
     options: dict[str, Any] = {"stdout": out, "stderr": err, "no_color": True}
     if stdin is not None:
-        options["stdin"] = StringIO(stdin)
+        options["stdin"] = StringIO(stdin) if isinstance(stdin, str) else stdin
     call_command("indexnow_submit", *args, **options)
     return out.getvalue(), err.getvalue()
 
@@ -78,7 +80,7 @@ def test_urls_as_arguments_are_sent_now_with_sync(engine: LoopbackEngine) -> Non
     ]
     assert f"www.example.com → 127.0.0.1:{engine.port}: 2 URL(s) accepted (200)" in stdout
     assert summary(stdout) == (
-        "2 read, 2 valid, 0 invalid, 0 duplicate(s), 0 debounced, 2 sent, 0 failed."
+        "2 read, 2 valid, 0 invalid, 0 duplicate(s), 0 debounced, 2 accepted, 0 rejected, 0 failed."
     )
 
 
@@ -104,11 +106,12 @@ def test_file_skips_blank_lines_and_comments_and_reports_invalid_lines(
     assert engine.posted_urls() == [f"{BASE}/one/", f"{BASE}/two/", f"{BASE}/four/"]
     assert stderr.splitlines() == [
         f"{path} line 4: skipped 'ftp://www.example.com/file': scheme 'ftp' is not http or https",
-        f"{path} line 6: skipped 'https://elsewhere.org/three/': host 'elsewhere.org' is not in "
+        f"{path} line 6: skipped 'https://elsewhere.org/three/': host 'elsewhere.org' is not the "
+        "host of BASE_URL (https://www.example.com); list every host to submit for in "
         "INDEXNOW['HOSTS']",
     ]
     assert summary(stdout) == (
-        "5 read, 3 valid, 2 invalid, 0 duplicate(s), 0 debounced, 3 sent, 0 failed."
+        "5 read, 3 valid, 2 invalid, 0 duplicate(s), 0 debounced, 3 accepted, 0 rejected, 0 failed."
     )
 
 
@@ -144,7 +147,7 @@ def test_25000_urls_with_sync_go_out_in_posts_of_10000_10000_and_5000(
     assert sizes == [10_000, 10_000, 5_000]
     assert engine.posted_urls() == [f"{BASE}/item/{n}/" for n in range(25_000)]
     assert summary(stdout) == (
-        "25000 read, 25000 valid, 0 invalid, 0 duplicate(s), 0 debounced, 25000 sent, 0 failed."
+        "25000 read, 25000 valid, 0 invalid, 0 duplicate(s), 0 debounced, 25000 accepted, 0 rejected, 0 failed."
     )
 
 
@@ -270,10 +273,10 @@ def test_dry_run_prints_what_would_be_sent_and_sends_nothing(engine: LoopbackEng
 
     assert engine.posts == []
     assert stdout.splitlines() == [
-        f"Would send batch 1: 2 URL(s) for www.example.com to 127.0.0.1:{engine.port}",
+        f"Would send 2 URL(s) for www.example.com to 127.0.0.1:{engine.port}",
         f"  {BASE}/a/",
         f"  {BASE}/b/",
-        "2 read, 2 valid, 0 invalid, 0 duplicate(s), 0 debounced, 2 would be sent, 0 failed.",
+        "2 read, 2 valid, 0 invalid, 0 duplicate(s), 0 debounced, 2 not sent (dry run).",
     ]
 
 
@@ -283,15 +286,15 @@ def test_debounced_urls_are_skipped_unless_forced(engine: LoopbackEngine) -> Non
 
     stdout, _ = submit("/a/", "/b/", "--sync")
     assert engine.posts[1].urls == [f"{BASE}/b/"]
-    assert "1 debounced, 1 sent" in summary(stdout)
+    assert "1 debounced, 1 accepted" in summary(stdout)
 
     dry, _ = submit("/a/", "/b/", "--dry-run")
-    assert "Would send batch 1: 0 URL(s) for www.example.com" in dry
+    assert "Would send 0 URL(s) for www.example.com" in dry
     assert "(2 debounced)" in dry
 
     stdout, _ = submit("/a/", "/b/", "--sync", "--force")
     assert engine.posts[2].urls == [f"{BASE}/a/", f"{BASE}/b/"]
-    assert "0 debounced, 2 sent" in summary(stdout)
+    assert "0 debounced, 2 accepted" in summary(stdout)
 
 
 # --------------------------------------------------------------------------- engine answers
@@ -305,14 +308,15 @@ def test_final_rejection_under_sync_fails_the_command(engine: LoopbackEngine) ->
         call_command("indexnow_submit", "/a/", "--sync", stdout=out, stderr=Output(), no_color=True)
 
     assert str(caught.value).startswith(
-        f"1 URL(s) were not accepted: 127.0.0.1:{engine.port} answered 403 (forbidden:"
+        f"1 URL(s) were not accepted (1 rejected, 0 failed): 127.0.0.1:{engine.port} answered "
+        "403 (forbidden:"
     )
     assert str(caught.value).endswith(
         "Run manage.py indexnow_check to check the settings and the key file (the engine fetches "
         "the key from https://www.example.com/test-key-0123456789.txt)."
     )
     assert f"www.example.com → 127.0.0.1:{engine.port}: 1 URL(s) rejected (403)" in out.getvalue()
-    assert summary(out.getvalue()).endswith("0 sent, 1 failed.")
+    assert summary(out.getvalue()).endswith("0 accepted, 1 rejected, 0 failed.")
 
 
 def test_retryable_answer_is_retried_in_process(engine: LoopbackEngine) -> None:
@@ -323,7 +327,7 @@ def test_retryable_answer_is_retried_in_process(engine: LoopbackEngine) -> None:
     assert [post.urls for post in engine.posts] == [[f"{BASE}/a/"], [f"{BASE}/a/"]]
     assert "1 URL(s) retry (429)" in stdout
     assert "Retrying 1 URL(s) in 0s (attempt 2 of 3)" in stdout
-    assert summary(stdout).endswith("1 sent, 0 failed.")
+    assert summary(stdout).endswith("1 accepted, 0 rejected, 0 failed.")
 
 
 def test_retries_exhausted_under_sync_fail_the_command(
@@ -332,7 +336,9 @@ def test_retries_exhausted_under_sync_fail_the_command(
     indexnow_settings(RETRY={"MAX_ATTEMPTS": 2, "SERVER_ERROR_DELAY": 0})
     engine.queue_replies(Reply(503), Reply(503))
 
-    with pytest.raises(CommandError, match=r"answered 503 .*after 2 attempts"):
+    with pytest.raises(
+        CommandError, match=r"\(0 rejected, 1 failed\): .* answered 503 .*after 2 attempt\(s\)"
+    ):
         submit("/a/", "--sync")
     assert len(engine.posts) == 2
 
@@ -393,7 +399,7 @@ def test_progress_line_only_on_a_terminal(engine: LoopbackEngine, tmp_path: Path
     on_tty, _ = submit("--file", str(path), "--sync", tty=True)
     piped, _ = submit("--file", str(path), "--sync", "--force")
 
-    assert "\r\x1b[K30 read, 30 valid, 0 invalid, 30 sent, 0 failed" in on_tty
+    assert "\r\x1b[K30 read, 30 valid, 0 invalid, 30 accepted, 0 rejected, 0 failed" in on_tty
     assert "\r" not in piped
     assert summary(on_tty).replace("\x1b[K", "") == summary(piped)
 
@@ -418,8 +424,7 @@ def test_queue_mode_makes_one_job_per_batch_and_a_worker_sends_them(
     assert Queue("default", connection=redis_conn).count == 3
     assert engine.posts == []
     assert summary(stdout) == (
-        "25000 read, 25000 valid, 0 invalid, 0 duplicate(s), 0 debounced, 25000 queued in 3 job(s), "
-        "0 failed."
+        "25000 read, 25000 valid, 0 invalid, 0 duplicate(s), 0 debounced, 25000 queued in 3 job(s)."
     )
     start_worker(overrides)
     posts = engine.wait_for_posts(3, timeout=30)
@@ -445,8 +450,8 @@ def test_queue_mode_leaves_out_debounced_urls_and_passes_force_to_the_job(
     assert first.kwargs["force"] is False
     assert second.args == ([f"{BASE}/seen/", f"{BASE}/new/"],)
     assert second.kwargs["force"] is True
-    assert summary(stdout).endswith("1 debounced, 1 queued in 1 job(s), 0 failed.")
-    assert summary(forced).endswith("0 debounced, 2 queued in 1 job(s), 0 failed.")
+    assert summary(stdout).endswith("1 debounced, 1 queued in 1 job(s).")
+    assert summary(forced).endswith("0 debounced, 2 queued in 1 job(s).")
 
 
 def test_queue_mode_with_redis_down_sends_now(
@@ -457,36 +462,224 @@ def test_queue_mode_with_redis_down_sends_now(
 
     stdout, stderr = submit("/a/")
 
-    assert "is unreachable" in stderr and "sending now from this process instead" in stderr
+    assert "The queue 'default' cannot take jobs (ConnectionError: " in stderr
+    assert "sending from this process instead" in stderr
     assert engine.posted_urls() == [f"{BASE}/a/"]
-    assert summary(stdout).endswith("1 sent, 0 failed.")
+    assert summary(stdout).endswith(
+        "0 queued in 0 job(s), 1 sent by fallback, 1 accepted, 0 rejected, 0 failed."
+    )
+
+
+@pytest.fixture
+def read_only_redis() -> Any:
+    """A real redis-server of its own that answers PING but refuses every write (no replica
+    can acknowledge it): the queue looks alive and cannot take a job."""
+    port = services.free_port()
+    proc = subprocess.Popen(
+        [
+            *("redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""),
+            *("--appendonly", "no", "--min-replicas-to-write", "1"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    conn = redis.Redis.from_url(url)
+    for _ in range(200):
+        try:
+            conn.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield url
+    conn.close()
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_queue_refusing_the_job_then_a_403_is_counted_and_fails_the_command(
+    engine: LoopbackEngine,
+    indexnow_settings: Callable[..., Any],
+    settings: Any,
+    read_only_redis: str,
+) -> None:
+    settings.RQ_QUEUES = {"default": {"URL": read_only_redis}}
+    indexnow_settings(DISPATCH="queue", BATCH={"MAX_URLS": 2})
+    engine.queue_replies(Reply(403, body="Key not valid"), Reply(403, body="Key not valid"))
+    out, err = Output(), Output()
+
+    with pytest.raises(CommandError) as caught:
+        call_command("indexnow_submit", "/a/", "/b/", "/c/", stdout=out, stderr=err, no_color=True)
+
+    # The first batch's enqueue failed: it and every later batch went out from here.
+    assert err.getvalue().count("cannot take jobs") == 1
+    assert "cannot take jobs (ResponseError: " in err.getvalue()
+    assert "NOREPLICAS" in err.getvalue()
+    assert [post.urls for post in engine.posts] == [[f"{BASE}/a/", f"{BASE}/b/"], [f"{BASE}/c/"]]
+    assert summary(out.getvalue()) == (
+        "3 read, 3 valid, 0 invalid, 0 duplicate(s), 0 debounced, 0 queued in 0 job(s), "
+        "3 sent by fallback, 0 accepted, 3 rejected, 0 failed."
+    )
+    assert str(caught.value).startswith("3 URL(s) were not accepted (3 rejected, 0 failed): ")
+    assert redis.Redis.from_url(read_only_redis).keys("rq:job:*") == []
+
+
+def test_dry_run_with_sync_says_not_sent(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any], caplog: Any
+) -> None:
+    dry, _ = submit("/a/", "--sync", "--dry-run")
+    indexnow_settings(DRY_RUN=True)
+    dry_setting, _ = submit("/a/", "--sync")
+
+    assert engine.posts == []
+    assert summary(dry).endswith("0 debounced, 1 not sent (dry run).")
+    assert f"www.example.com → 127.0.0.1:{engine.port}: 1 URL(s) not sent (dry run)" in dry_setting
+    assert summary(dry_setting).endswith(
+        "0 debounced, 1 not sent (dry run), 0 accepted, 0 rejected, 0 failed."
+    )
+    assert f"urls={BASE}/a/" in caplog.text
+
+
+def test_a_bare_word_is_not_a_url(engine: LoopbackEngine) -> None:
+    with pytest.raises(CommandError, match=r"No valid URL to submit \(2 invalid\)"):
+        submit("about", "www.example.com/a/", "--sync")
+    assert engine.posts == []
+
+    _, stderr = submit("about", "/about/", "--sync")
+    assert stderr.splitlines() == [
+        "argument 1: skipped 'about': neither an absolute URL nor a path starting with /"
+    ]
+    assert engine.posted_urls() == [f"{BASE}/about/"]
+
+
+def test_rejected_by_one_engine_accepted_by_another_counts_as_rejected(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
+) -> None:
+    with LoopbackEngine() as second:
+        second.queue_replies(Reply(422, body="not for this host"))
+        indexnow_settings(ENGINES=[engine.url, second.url])
+        out = Output()
+        with pytest.raises(CommandError, match=r"\(2 rejected, 0 failed\)"):
+            call_command("indexnow_submit", "/a/", "/b/", "--sync", stdout=out, stderr=Output())
+    assert engine.posted_urls() == [f"{BASE}/a/", f"{BASE}/b/"]  # accepted there
+    assert f"→ 127.0.0.1:{second.port}: 2 URL(s) rejected (422)" in out.getvalue()
+    assert summary(out.getvalue()).endswith("0 accepted, 2 rejected, 0 failed.")
+
+
+def test_network_error_names_its_class(indexnow_settings: Callable[..., Any]) -> None:
+    indexnow_settings(
+        ENGINES=[f"http://127.0.0.1:{services.free_port()}/indexnow"],
+        RETRY={"MAX_ATTEMPTS": 1},
+    )
+    out = Output()
+    with pytest.raises(CommandError, match=r"network error \(ConnectionError\)"):
+        call_command("indexnow_submit", "/a/", "--sync", stdout=out, stderr=Output())
+    assert "1 URL(s) retry (ConnectionError)" in out.getvalue()
+    assert summary(out.getvalue()).endswith("0 accepted, 0 rejected, 1 failed.")
+
+
+def test_unparseable_retry_after_is_retried_after_the_formula(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
+) -> None:
+    indexnow_settings(RETRY={"BASE_DELAY": 0.2})
+    engine.queue_replies(Reply(429, headers={"Retry-After": "²"}))
+
+    stdout, _ = submit("/a/", "--sync")
+
+    assert len(engine.posts) == 2
+    assert "Retrying 1 URL(s) in 0.2s (attempt 2 of 3)" in stdout
+    assert summary(stdout).endswith("1 accepted, 0 rejected, 0 failed.")
+
+
+# --------------------------------------------------------------------------- bad input in files
+
+
+def test_binary_file_submits_nothing(engine: LoopbackEngine, tmp_path: Path) -> None:
+    path = tmp_path / "image.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40)
+
+    with pytest.raises(CommandError, match=r"image\.png is not a text file \(it holds NUL bytes\)"):
+        submit("/a/", "--file", str(path), "--sync")
+    assert engine.posts == []
+
+
+def test_file_is_decoded_strictly_with_its_bom_dropped(
+    engine: LoopbackEngine, tmp_path: Path
+) -> None:
+    path = tmp_path / "urls.txt"
+    path.write_bytes(
+        b"\xef\xbb\xbf/first/\r\n"
+        + "/caf\u00e9-latin1/".encode("latin-1")
+        + b"\n/ok caf\xc3\xa9/\n/esc\x1b[31m/\n"
+        + "/\u00fcber/".encode()
+    )
+
+    stdout, stderr = submit("--file", str(path), "--sync")
+
+    assert engine.posted_urls() == [
+        f"{BASE}/first/",
+        f"{BASE}/ok%20caf%C3%A9/",
+        f"{BASE}/%C3%BCber/",
+    ]
+    assert stderr.splitlines() == [
+        f"{path} line 2: skipped: not UTF-8 (byte 0xe9 at position 5)",
+        f"{path} line 4: skipped '/esc\\x1b[31m/': contains the control character U+001B at "
+        "position 5",
+    ]
+    assert "5 read, 3 valid, 2 invalid" in summary(stdout)
+
+
+def test_huge_line_is_skipped_and_echoed_short(engine: LoopbackEngine, tmp_path: Path) -> None:
+    path = tmp_path / "urls.txt"
+    path.write_bytes(b"/a/\n/" + b"x" * 10_000_000 + b"\n/b/\nmailto:" + b"y" * 5000 + b"\n")
+
+    stdout, stderr = submit("--file", str(path), "--sync")
+
+    assert engine.posted_urls() == [f"{BASE}/a/", f"{BASE}/b/"]
+    assert stderr.splitlines() == [
+        f"{path} line 2: skipped: longer than 2048 characters",
+        f"{path} line 4: skipped 'mailto:{'y' * 73}…': scheme 'mailto' is not http or https",
+    ]
+    assert "4 read, 2 valid, 2 invalid" in summary(stdout)
+
+
+def test_stdin_bytes_are_decoded_strictly_too(engine: LoopbackEngine) -> None:
+    class Stdin(StringIO):
+        buffer = io.BytesIO(b"\xef\xbb\xbf/one/\n\xff\xfe/two/\n/three/")
+
+    _, stderr = submit("--file", "-", "--sync", stdin=Stdin())  # type: ignore[arg-type]
+
+    assert engine.posted_urls() == [f"{BASE}/one/", f"{BASE}/three/"]
+    assert stderr.strip() == "stdin line 2: skipped: not UTF-8 (byte 0xff at position 1)"
 
 
 # --------------------------------------------------------------------------- exit codes
 
 
-def test_exit_codes_of_the_command_line(engine: LoopbackEngine) -> None:
-    env = {
+def run_command(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py indexnow_submit`` in a process of its own, with the test settings."""
+    environ = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "INDEXNOW_TEST_OVERRIDES": "{}",
+        **env,
     }
+    return subprocess.run(
+        [sys.executable, "-m", "django", "indexnow_submit", "--no-color", *args],
+        cwd=ROOT,
+        env=environ,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
-    def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "django", "indexnow_submit", *args],
-            cwd=ROOT,
-            env=env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
 
-    ok = run("--file", "-", "--sync", stdin="/cli/\n")
-    nothing_valid = run("--file", "-", "--sync", stdin="mailto:someone\n")
+def test_exit_codes_of_the_command_line(engine: LoopbackEngine) -> None:
+    ok = run_command("--file", "-", "--sync", stdin="/cli/\n")
+    nothing_valid = run_command("--file", "-", "--sync", stdin="mailto:someone\n")
     engine.queue_replies(Reply(422, body=json.dumps({"message": "URLs do not belong to the host"})))
-    rejected = run("/cli-2/", "--sync")
+    rejected = run_command("/cli-2/", "--sync")
 
     assert ok.returncode == 0, ok.stderr
     assert nothing_valid.returncode == 1
@@ -494,3 +687,47 @@ def test_exit_codes_of_the_command_line(engine: LoopbackEngine) -> None:
     assert "CommandError: No valid URL to submit (1 invalid)." in nothing_valid.stderr
     assert rejected.returncode == 1
     assert "answered 422" in rejected.stderr
+
+
+def test_exit_code_of_a_403_sent_now(engine: LoopbackEngine) -> None:
+    engine.queue_replies(Reply(403, body="Key not valid"))
+
+    run = run_command("/a/", "/b/", "--sync")
+
+    assert run.returncode == 1
+    assert run.stdout.splitlines()[-1] == (
+        "2 read, 2 valid, 0 invalid, 0 duplicate(s), 0 debounced, 0 accepted, 2 rejected, 0 failed."
+    )
+    assert "CommandError: 2 URL(s) were not accepted (2 rejected, 0 failed): " in run.stderr
+
+
+def test_exit_code_of_a_403_sent_by_fallback_when_redis_is_down(engine: LoopbackEngine) -> None:
+    """Queue mode, nothing listening where the queue's Redis should be, and the engine
+    answering 403: the command says the URLs were sent by fallback and rejected."""
+    engine.queue_replies(Reply(403, body="Key not valid"))
+
+    run = run_command(
+        "/a/",
+        REDIS_URL=f"redis://127.0.0.1:{services.free_port()}",
+        INDEXNOW_TEST_OVERRIDES=json.dumps({"DISPATCH": "queue"}),
+    )
+
+    assert run.returncode == 1, run.stderr
+    assert engine.posted_urls() == [f"{BASE}/a/"]
+    assert "The queue 'default' cannot take jobs (ConnectionError: " in run.stderr
+    assert run.stdout.splitlines()[-1] == (
+        "1 read, 1 valid, 0 invalid, 0 duplicate(s), 0 debounced, 0 queued in 0 job(s), "
+        "1 sent by fallback, 0 accepted, 1 rejected, 0 failed."
+    )
+    assert "CommandError: 1 URL(s) were not accepted (1 rejected, 0 failed): " in run.stderr
+
+
+def test_exit_code_of_a_binary_file(engine: LoopbackEngine, tmp_path: Path) -> None:
+    path = tmp_path / "archive.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 100)
+
+    run = run_command("--file", str(path), "--sync")
+
+    assert run.returncode == 1
+    assert engine.posts == []
+    assert "archive.gz is not a text file (it holds NUL bytes): nothing was submitted" in run.stderr

@@ -1,7 +1,10 @@
+import re
+
 import pytest
 
 from indexnow_django.normalize import (
     InvalidURL,
+    normalize_entry,
     normalize_host,
     normalize_url,
     normalize_urls,
@@ -22,8 +25,19 @@ BASE = "https://www.example.com"
         ("https://www.example.com/x#section", "https://www.example.com/x"),
         ("https://www.example.com/x?b=2&a=1", "https://www.example.com/x?b=2&a=1"),
         ("https://www.example.com", "https://www.example.com/"),
-        ("https://bücher.example/straße", "https://xn--bcher-kva.example/straße"),
+        ("https://bücher.example/straße", "https://xn--bcher-kva.example/stra%C3%9Fe"),
         ("  /padded/  ", "https://www.example.com/padded/"),
+        # RFC 3986: what a path or a query may not hold is percent-encoded (UTF-8),
+        # escapes already there are kept, a "%" that starts none is encoded.
+        ("/a b/", "https://www.example.com/a%20b/"),
+        (
+            "/café?q=crème brûlée",
+            "https://www.example.com/caf%C3%A9?q=cr%C3%A8me%20br%C3%BBl%C3%A9e",
+        ),
+        ("/%7Euser/%2F", "https://www.example.com/%7Euser/%2F"),
+        ("/100%/", "https://www.example.com/100%25/"),
+        ('/a"<b>{c}|d\\e^`', "https://www.example.com/a%22%3Cb%3E%7Bc%7D%7Cd%5Ce%5E%60"),
+        ("/q?a=1&b=/x?y:z@w", "https://www.example.com/q?a=1&b=/x?y:z@w"),
     ],
 )
 def test_normalize_url(raw, expected):
@@ -39,10 +53,18 @@ def test_normalize_url(raw, expected):
         ("mailto:someone@example.com", "scheme 'mailto' is not http or https"),
         ("https:///nohost", "no host"),
         ("https://www.example.com/" + "a" * 2048, "longer than 2048 characters"),
+        ("/a\x00b", "contains the control character U+0000 at position 3"),
+        ("/a\x1b[31m", "contains the control character U+001B at position 3"),
+        ("/a\tb", "contains the control character U+0009 at position 3"),
+        ("https://www.exa\nmple.com/", "contains the control character U+000A"),
+        ("/a\x7f", "contains the control character U+007F"),
+        ("/a\x85", "contains the control character U+0085"),
+        ("https://ex<ample.com/", "host 'ex<ample.com' is not a valid domain name"),
+        ("xx" * 5000 + "://host/", "scheme '" + "xx" * 40 + "…' is not http or https"),
     ],
 )
 def test_invalid_urls_say_why(raw, reason):
-    with pytest.raises(InvalidURL, match=reason.replace("(", r"\(")):
+    with pytest.raises(InvalidURL, match=re.escape(reason)):
         normalize_url(raw, BASE)
 
 
@@ -70,9 +92,51 @@ def test_normalize_urls_dedupes_filters_and_keeps_order():
     )
     assert result.valid == ["https://www.example.com/b/", "https://www.example.com/a/"]
     assert result.rejected == [
-        ("https://evil.example/x", "host 'evil.example' is not in INDEXNOW['HOSTS']"),
+        (
+            "https://evil.example/x",
+            "host 'evil.example' is not the host of BASE_URL (https://www.example.com); list "
+            "every host to submit for in INDEXNOW['HOSTS']",
+        ),
         ("javascript:alert(1)", "scheme 'javascript' is not http or https"),
     ]
+
+
+def test_foreign_host_names_hosts_when_several_are_allowed():
+    result = normalize_urls(
+        ["https://evil.example/x"], BASE, {"www.example.com", "blog.example.com"}
+    )
+    assert result.rejected == [
+        ("https://evil.example/x", "host 'evil.example' is not in INDEXNOW['HOSTS']")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ("/about/", "https://www.example.com/about/"),
+        ("  /padded  ", "https://www.example.com/padded"),
+        ("https://www.example.com/a/", "https://www.example.com/a/"),
+        ("HTTP://www.example.com/a b", "http://www.example.com/a%20b"),
+    ],
+)
+def test_entry_is_an_absolute_url_or_a_path(entry, expected):
+    assert normalize_entry(entry, BASE) == expected
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ("about", "neither an absolute URL nor a path starting with /"),
+        ("www.example.com/a/", "neither an absolute URL nor a path starting with /"),
+        ("//www.example.com/a/", "neither an absolute URL nor a path starting with /"),
+        ("../up/", "neither an absolute URL nor a path starting with /"),
+        ("mailto:someone@example.com", "scheme 'mailto' is not http or https"),
+        ("/a\x1bb", "control character U+001B"),
+    ],
+)
+def test_anything_else_is_not_an_entry(entry, reason):
+    with pytest.raises(InvalidURL, match=re.escape(reason)):
+        normalize_entry(entry, BASE)
 
 
 def test_empty_list():
@@ -107,6 +171,9 @@ def test_normalize_host_rejects_non_hosts(raw):
         "http://www.example.com/",
         "https://www.example.com/a?",
         "https://www.example.com/%7Euser/",
+        "https://www.example.com/100%/",
+        "https://www.example.com/a%2",
+        "https://www.example.com/a[1]",
         "https://xn--bcher-kva.example/straße",
         "https://a..b/x",
     ],

@@ -1,8 +1,18 @@
+"""``manage.py indexnow_submit``: submit URLs typed, listed in files, or taken from models
+and sitemaps.
+
+The command reads and checks its input, groups it into batches per host and
+prints what became of each; the sending is the package's own: a job per batch
+on the queue (:mod:`indexnow_django.dispatch`), or :func:`~indexnow_django.
+submitter.deliver_now` in this process (``--sync``, or when the queue cannot
+take a job), retried after the delays :meth:`~indexnow_django.client.
+RetryPolicy.plan` gives.
+"""
+
 from __future__ import annotations
 
 import sys
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple
@@ -13,10 +23,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import DateTimeField
 from django.utils.module_loading import import_string
 
-from indexnow_django.client import IndexNowClient, Outcome, PostResult
+from indexnow_django.client import IndexNowClient, Outcome, PostResult, excerpt
 from indexnow_django.conf import get_settings
 from indexnow_django.exceptions import IndexNowConfigError
-from indexnow_django.normalize import InvalidURL, normalize_url
+from indexnow_django.normalize import (
+    MAX_URL_LENGTH,
+    InvalidURL,
+    foreign_host_reason,
+    host_of,
+    normalize_entry,
+    normalize_url,
+)
 
 #: Rows fetched per database round trip with ``--model``.
 MODEL_CHUNK_SIZE = 2000
@@ -24,15 +41,31 @@ MODEL_CHUNK_SIZE = 2000
 MAX_INVALID_SHOWN = 100
 #: Seconds between two updates of the progress line.
 PROGRESS_INTERVAL = 0.25
+#: Bytes read from an input file at a time.
+READ_BLOCK = 64 * 1024
+#: A line longer than this (bytes) cannot hold a URL: it is skipped without being kept.
+MAX_LINE_BYTES = 4 * MAX_URL_LENGTH
+#: How much of a skipped entry a message quotes.
+ECHO_CHARS = 80
+
+_BOM = b"\xef\xbb\xbf"
+_STATE = {Outcome.ACCEPTED: "accepted", Outcome.RETRY: "failed", Outcome.REJECTED: "rejected"}
+_RANK = {"accepted": 0, "not_sent": 1, "failed": 2, "rejected": 3}
 
 
 class Entry(NamedTuple):
-    """One URL as read, and where it was read (for error messages)."""
+    """One entry as read, and where it was read (for error messages)."""
 
     raw: str
     #: A ``str.format`` template with one ``{}`` for :attr:`position`.
     origin: str
     position: object
+    #: Typed by a person (an argument, a line of a file): an absolute URL or a
+    #: path starting with ``/``. URLs from models and sitemaps follow the
+    #: package's rule (paths are joined to ``BASE_URL``).
+    typed: bool = True
+    #: Why the entry could not even be read (a line that is not UTF-8, too long).
+    problem: str | None = None
 
     @property
     def where(self) -> str:
@@ -46,9 +79,15 @@ class Counts:
     invalid: int = 0
     duplicates: int = 0
     debounced: int = 0
-    sent: int = 0
+    queued: int = 0
+    jobs: int = 0
+    #: Sent from this process because the queue could not take the job.
+    fallback: int = 0
+    accepted: int = 0
+    rejected: int = 0
     failed: int = 0
-    batches: int = 0
+    #: Not sent: ``--dry-run``, or ``DRY_RUN`` in the settings.
+    not_sent: int = 0
 
 
 @dataclass
@@ -69,15 +108,20 @@ class Command(BaseCommand):
     stealth_options = ("stdin",)
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("urls", nargs="*", metavar="URL", help="URLs or paths to submit.")
+        parser.add_argument(
+            "urls",
+            nargs="*",
+            metavar="URL",
+            help="Absolute URLs, or paths starting with / (joined to BASE_URL).",
+        )
         parser.add_argument(
             "--file",
             dest="files",
             action="append",
             default=[],
             metavar="PATH",
-            help="Read URLs from a file, one a line ('-' reads stdin); blank lines and lines "
-            "starting with # are skipped. May be repeated.",
+            help="Read URLs from a UTF-8 file, one a line ('-' reads stdin); blank lines and "
+            "lines starting with # are skipped. May be repeated.",
         )
         parser.add_argument(
             "--model",
@@ -131,21 +175,16 @@ class Command(BaseCommand):
         self.verbosity: int = options["verbosity"]
         self.force: bool = options["force"]
         self.dry_run: bool = options["dry_run"]
-        self.sync = options["sync"] or conf.resolved_dispatch == "sync"
+        self.sync: bool = options["sync"] or conf.resolved_dispatch == "sync"
+        #: Set once the queue failed to take a job: the rest is sent from here.
+        self.queue_down = False
         self.counts = Counts()
         self.failures: list[str] = []
         self.hint = "Run manage.py indexnow_check."
-        self.jobs = 0
         self.tty = self.stdout.isatty()
         self._progress_shown = False
         self._last_progress = 0.0
-        self.client: IndexNowClient | None = None
-        if self.sync and not self.dry_run:
-            from indexnow_django.submitter import make_client
-
-            self.client = make_client(conf)
-        if not self.sync and not self.dry_run:
-            self._check_queue()
+        self._client: IndexNowClient | None = None
 
         entries = self._entries(options)
         try:
@@ -156,34 +195,13 @@ class Command(BaseCommand):
         if self.counts.valid == 0:
             raise CommandError(f"No valid URL to submit ({self.counts.invalid} invalid).")
         if self.failures:
+            c = self.counts
             shown = "; ".join(self.failures[:5])
             more = f" and {len(self.failures) - 5} more" if len(self.failures) > 5 else ""
             raise CommandError(
-                f"{self.counts.failed} URL(s) were not accepted: {shown}{more}. {self.hint}"
+                f"{c.rejected + c.failed} URL(s) were not accepted ({c.rejected} rejected, "
+                f"{c.failed} failed): {shown}{more}. {self.hint}"
             )
-
-    def _check_queue(self) -> None:
-        """Fall back to sending now when the queue's Redis cannot take jobs."""
-        from redis.exceptions import RedisError
-
-        from indexnow_django.diagnostics import quick_redis_connection
-
-        conn = quick_redis_connection(self.conf.queue_name)
-        try:
-            conn.ping()
-        except RedisError as exc:
-            self.stderr.write(
-                self.style.WARNING(
-                    f"The Redis of queue {self.conf.queue_name!r} is unreachable ({exc}): "
-                    "sending now from this process instead."
-                )
-            )
-            from indexnow_django.submitter import make_client
-
-            self.sync = True
-            self.client = make_client(self.conf)
-        finally:
-            conn.connection_pool.disconnect()
 
     # ------------------------------------------------------------------ input
 
@@ -199,21 +217,82 @@ class Command(BaseCommand):
 
     def _file_entries(self, path: str, stdin: IO[str]) -> Iterator[Entry]:
         if path == "-":
-            yield from self._lines(stdin, "stdin line {}")
+            yield from self._lines(getattr(stdin, "buffer", stdin), "stdin", "stdin line {}")
             return
         try:
-            handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
+            handle = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc.strerror or exc}") from exc
         with handle:
-            yield from self._lines(handle, path.replace("{", "{{").replace("}", "}}") + " line {}")
+            origin = path.replace("{", "{{").replace("}", "}}") + " line {}"
+            yield from self._lines(handle, path, origin)
+
+    def _lines(self, stream: IO[Any], name: str, origin: str) -> Iterator[Entry]:
+        """The entries of a stream of lines, read in blocks: no line is held whole past
+        :data:`MAX_LINE_BYTES`. A file with NUL bytes in its first block is not text:
+        it is refused before anything of it is submitted."""
+        number = 0
+        buffer = b""
+        overlong = False
+        first = True
+        while True:
+            block = stream.read(READ_BLOCK)
+            if isinstance(block, str):  # a text stream (tests, a wrapped stdin)
+                block = block.encode("utf-8", "surrogatepass")
+            if first:
+                first = False
+                if b"\0" in block:
+                    raise CommandError(
+                        f"{name} is not a text file (it holds NUL bytes): nothing was submitted "
+                        "from it. Give one URL a line, in UTF-8."
+                    )
+                if block.startswith(_BOM):
+                    block = block[len(_BOM) :]
+            if not block:
+                break
+            if overlong:
+                end = block.find(b"\n")
+                if end < 0:
+                    continue
+                number += 1
+                yield Entry("", origin, number, problem=f"longer than {MAX_URL_LENGTH} characters")
+                overlong = False
+                block = block[end + 1 :]
+            buffer += block
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                number += 1
+                entry = self._line(line, origin, number)
+                if entry is not None:
+                    yield entry
+            if len(buffer) > MAX_LINE_BYTES:
+                overlong = True
+                buffer = b""
+        if overlong:
+            yield Entry("", origin, number + 1, problem=f"longer than {MAX_URL_LENGTH} characters")
+        elif buffer:
+            entry = self._line(buffer, origin, number + 1)
+            if entry is not None:
+                yield entry
 
     @staticmethod
-    def _lines(handle: Iterable[str], origin: str) -> Iterator[Entry]:
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
-            if line and not line.startswith("#"):
-                yield Entry(line, origin, number)
+    def _line(line: bytes, origin: str, number: int) -> Entry | None:
+        """One line as an entry; ``None`` for a blank line or a comment."""
+        if len(line) > MAX_LINE_BYTES:
+            return Entry("", origin, number, problem=f"longer than {MAX_URL_LENGTH} characters")
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return Entry(
+                "",
+                origin,
+                number,
+                problem=f"not UTF-8 (byte 0x{line[exc.start]:02x} at position {exc.start + 1})",
+            )
+        text = text.strip(" \t\r\x0b\x0c")
+        if not text or text.startswith("#"):
+            return None
+        return Entry(text, origin, number)
 
     def _model_entries(self, label: str) -> Iterator[Entry]:
         from django.utils import timezone
@@ -242,7 +321,7 @@ class Command(BaseCommand):
         for obj in queryset.order_by("pk").iterator(chunk_size=MODEL_CHUNK_SIZE):
             if options.is_public(obj, now):
                 for url in options.urls(obj):
-                    yield Entry(str(url), origin, obj.pk)
+                    yield Entry(str(url), origin, obj.pk, typed=False)
 
     def _sitemap_entries(self, dotted: str) -> Iterator[Entry]:
         from django.contrib.sitemaps import Sitemap
@@ -267,9 +346,9 @@ class Command(BaseCommand):
             for page in sitemap.paginator.page_range:
                 origin = f"{label} page {{}}"
                 for info in sitemap.get_urls(page=page, site=site, protocol=base.scheme):
-                    yield Entry(info["location"], origin, page)
+                    yield Entry(info["location"], origin, page, typed=False)
                     for alternate in info.get("alternates") or ():
-                        yield Entry(alternate["location"], origin, page)
+                        yield Entry(alternate["location"], origin, page, typed=False)
 
     # ------------------------------------------------------------------ batching
 
@@ -282,15 +361,20 @@ class Command(BaseCommand):
         buffers: dict[str, dict[str, None]] = {}
         for entry in entries:
             counts.read += 1
+            if entry.problem is not None:
+                self._invalid(entry, entry.problem)
+                continue
             try:
-                url = normalize_url(entry.raw, base_url)
+                if entry.typed:
+                    url = normalize_entry(entry.raw, base_url)
+                else:
+                    url = normalize_url(entry.raw, base_url)
             except InvalidURL as exc:
                 self._invalid(entry, str(exc))
                 continue
-            # A normalized URL is always scheme://host/path: its host is the third part.
-            host = url.split("/", 3)[2]
+            host = host_of(url)
             if host not in hosts:
-                self._invalid(entry, f"host {host!r} is not in INDEXNOW['HOSTS']")
+                self._invalid(entry, foreign_host_reason(host, hosts, base_url))
                 continue
             counts.valid += 1
             buffer = buffers.setdefault(host, {})
@@ -311,16 +395,16 @@ class Command(BaseCommand):
         if self.verbosity >= 2 or (
             self.verbosity == 1 and self.counts.invalid <= MAX_INVALID_SHOWN
         ):
-            self._write_err(f"{entry.where}: skipped {entry.raw!r}: {reason}")
+            what = f" {excerpt(entry.raw, ECHO_CHARS)!r}" if entry.raw else ""
+            self._write_err(f"{entry.where}: skipped{what}: {reason}")
         elif self.verbosity == 1 and self.counts.invalid == MAX_INVALID_SHOWN + 1:
             self._write_err("(more invalid entries are not listed; --verbosity 2 lists them all)")
 
     def _send(self, host: str, urls: list[str]) -> None:
-        self.counts.batches += 1
         if self.dry_run:
             self._dry_run(host, urls)
         elif self.sync:
-            self._send_now(host, urls)
+            self._send_now(urls)
         else:
             self._enqueue(host, urls)
         self._progress(force=True)
@@ -342,10 +426,10 @@ class Command(BaseCommand):
     def _dry_run(self, host: str, urls: list[str]) -> None:
         fresh = self._not_debounced(urls)
         self.counts.debounced += len(urls) - len(fresh)
-        self.counts.sent += len(fresh)
+        self.counts.not_sent += len(fresh)
         engines = ", ".join(e.name for e in self.conf.engines)
         self._write(
-            f"Would send batch {self.counts.batches}: {len(fresh)} URL(s) for {host} to {engines}"
+            f"Would send {len(fresh)} URL(s) for {host} to {engines}"
             + (f" ({len(urls) - len(fresh)} debounced)" if len(fresh) != len(urls) else "")
         )
         if self.verbosity >= 1:
@@ -353,86 +437,123 @@ class Command(BaseCommand):
                 self._write(f"  {url}")
 
     def _enqueue(self, host: str, urls: list[str]) -> None:
-        from indexnow_django.dispatch import dispatch
+        from indexnow_django.dispatch import enqueue, get_queue, new_batch_id
 
         fresh = self._not_debounced(urls)
         self.counts.debounced += len(urls) - len(fresh)
         if not fresh:
             return
-        dispatch(fresh, force=self.force)
-        self.jobs += 1
-        self.counts.sent += len(fresh)
+        batch_id = new_batch_id()
+        if self.queue_down:
+            self._send_now(fresh, batch_id=batch_id, fallback=True)
+            return
+        try:
+            job = enqueue(
+                get_queue(self.conf),
+                fresh,
+                batch_id=batch_id,
+                force=self.force,
+                delay=self.conf.queue_delay,
+                conf=self.conf,
+            )
+        except Exception as exc:  # Redis down, full, read-only: the URLs go out from here
+            self.queue_down = True
+            self._write_err(
+                self.style.WARNING(
+                    f"The queue {self.conf.queue_name!r} cannot take jobs ({type(exc).__name__}: "
+                    f"{excerpt(str(exc), 200)}): sending from this process instead."
+                )
+            )
+            self._send_now(fresh, batch_id=batch_id, fallback=True)
+            return
+        self.counts.jobs += 1
+        self.counts.queued += len(fresh)
         if self.verbosity >= 2:
-            self._write(f"Queued batch {self.counts.batches}: {len(fresh)} URL(s) for {host}")
+            self._write(f"Queued {len(fresh)} URL(s) for {host}: job {job.id}, batch {batch_id}")
 
-    def _send_now(self, host: str, urls: list[str]) -> None:
-        from indexnow_django.dispatch import rejection_hint
-        from indexnow_django.submitter import deliver_now
+    # ------------------------------------------------------------------ sending from here
+
+    def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
+        """Send ``urls`` from this process, retrying what the engines ask to be retried."""
+        from indexnow_django.dispatch import new_batch_id, rejection_hint
+        from indexnow_django.submitter import deliver_now, make_client
 
         conf = self.conf
-        batch_id = uuid.uuid4().hex[:12]
+        if self._client is None:
+            self._client = make_client(conf)
+        batch_id = batch_id or new_batch_id()
         report = deliver_now(
-            urls, force=self.force, batch_id=batch_id, conf=conf, client=self.client
+            urls, force=self.force, batch_id=batch_id, conf=conf, client=self._client
         )
-        final: list[PostResult] = []
-        pending: list[PostResult] = []
-        for result in report.results:
-            (pending if result.outcome is Outcome.RETRY else final).append(result)
-            self._answer(result)
+        # The last answer of each engine for each URL, and the attempt it came at.
+        last: dict[tuple[str, str], tuple[PostResult, int]] = {}
         attempt = 1
-        while pending and attempt < conf.retry.max_attempts:
-            delay = max(conf.retry.delay(r.status, attempt, r.retry_after) for r in pending)
+        self._answers(report.results, attempt, last)
+        retries = conf.retry.plan(report.retryable, attempt)
+        while retries:
+            delay = max(retry.delay for retry in retries)
             attempt += 1
+            count = sum(len(retry.urls) for retry in retries)
             self._write(
-                f"Retrying {sum(len(r.urls) for r in pending)} URL(s) in {delay:g}s "
+                f"Retrying {count} URL(s) in {delay:g}s "
                 f"(attempt {attempt} of {conf.retry.max_attempts})"
             )
             time.sleep(delay)
-            retried: list[PostResult] = []
-            for result in pending:
+            pending: list[PostResult] = []
+            for retry in retries:
                 again = deliver_now(
-                    result.urls,
-                    engines=[result.engine.name],
+                    retry.urls,
+                    engines=[retry.engine.endpoint],
                     force=self.force,
                     batch_id=batch_id,
                     conf=conf,
-                    client=self.client,
+                    client=self._client,
                 )
-                for new in again.results:
-                    (retried if new.outcome is Outcome.RETRY else final).append(new)
-                    self._answer(new)
-            pending = retried
-        final.extend(pending)
+                self._answers(again.results, attempt, last)
+                pending.extend(again.retryable)
+            retries = conf.retry.plan(pending, attempt)
 
-        posted: set[str] = set()
-        failed: set[str] = set()
-        for result in final:
-            posted.update(result.urls)
-            if result.outcome is not Outcome.ACCEPTED:
-                failed.update(result.urls)
-                if result.outcome is Outcome.RETRY:
-                    self.failures.append(f"{result.message} after {attempt} attempts")
-                else:
-                    self.failures.append(result.message)
-                    self.hint = rejection_hint(result.status, result.host, conf)
-        self.counts.debounced += len(urls) - len(posted)
-        self.counts.failed += len(failed)
-        self.counts.sent += len(posted) - len(failed)
+        # Per URL, the worst of its engines' last answers.
+        outcome: dict[str, str] = {}
+        for (url, _), (result, _tries) in last.items():
+            state = _STATE[result.outcome] if not result.dry_run else "not_sent"
+            if _RANK[state] > _RANK.get(outcome.get(url, ""), -1):
+                outcome[url] = state
+        for result, tries in {id(r): (r, t) for r, t in last.values()}.values():
+            if result.outcome is Outcome.REJECTED:
+                self.failures.append(result.message)
+                self.hint = rejection_hint(result.status, result.host, conf)
+            elif result.outcome is Outcome.RETRY:
+                self.failures.append(f"{result.message} after {tries} attempt(s)")
+        c = self.counts
+        c.debounced += len(urls) - len(outcome)
+        if fallback:
+            c.fallback += len(urls)
+        for state in outcome.values():
+            setattr(c, state, getattr(c, state) + 1)
+
+    def _answers(
+        self,
+        results: Iterable[PostResult],
+        attempt: int,
+        last: dict[tuple[str, str], tuple[PostResult, int]],
+    ) -> None:
+        for result in results:
+            self._answer(result)
+            for url in result.urls:
+                last[url, result.engine.endpoint] = (result, attempt)
 
     def _answer(self, result: PostResult) -> None:
         if self.verbosity < 1:
             return
-        status = result.status if result.status is not None else "-"
-        line = (
-            f"{result.host} → {result.engine.name}: {len(result.urls)} URL(s) "
-            f"{result.outcome.value} ({status})"
-        )
+        line = f"{result.host} → {result.engine.name}: {len(result.urls)} URL(s)"
+        if result.dry_run:
+            self._write(f"{line} not sent (dry run)")
+            return
+        status = result.status if result.status is not None else result.error or "-"
+        line = f"{line} {result.outcome.value} ({status})"
         if result.outcome is Outcome.ACCEPTED:
-            self._write(
-                self.style.SUCCESS(line)
-                if result.status is not None
-                else f"{line}: {result.message}"
-            )
+            self._write(self.style.SUCCESS(line))
         elif result.outcome is Outcome.RETRY:
             self._write(self.style.WARNING(f"{line}: {result.message}"))
         else:
@@ -457,10 +578,9 @@ class Command(BaseCommand):
             return
         self._last_progress = now
         c = self.counts
-        done = "would send" if self.dry_run else "sent" if self.sync else "queued"
         self.stdout.write(
             f"\r\033[K{c.read:,} read, {c.valid:,} valid, {c.invalid:,} invalid, "
-            f"{c.sent:,} {done}, {c.failed:,} failed",
+            f"{self._done(c, '{:,}')}",
             ending="",
         )
         self.stdout.flush()
@@ -471,18 +591,30 @@ class Command(BaseCommand):
             self.stdout.write("\r\033[K", ending="")
             self._progress_shown = False
 
+    def _done(self, c: Counts, number: str = "{}") -> str:
+        """What became of the valid URLs, in the terms of the mode."""
+        n = number.format
+        parts: list[str] = []
+        if self.dry_run or c.not_sent:
+            parts.append(f"{n(c.not_sent)} not sent (dry run)")
+        if self.dry_run:
+            return ", ".join(parts)
+        if not self.sync:
+            parts.append(f"{n(c.queued)} queued in {n(c.jobs)} job(s)")
+            if c.fallback:
+                parts.append(f"{n(c.fallback)} sent by fallback")
+        if self.sync or c.fallback:
+            parts.append(f"{n(c.accepted)} accepted")
+            parts.append(f"{n(c.rejected)} rejected")
+            parts.append(f"{n(c.failed)} failed")
+        return ", ".join(parts)
+
     def _summary(self) -> None:
         c = self.counts
-        if self.dry_run:
-            done = f"{c.sent} would be sent"
-        elif self.sync:
-            done = f"{c.sent} sent"
-        else:
-            done = f"{c.sent} queued in {self.jobs} job(s)"
         line = (
             f"{c.read} read, {c.valid} valid, {c.invalid} invalid, {c.duplicates} duplicate(s), "
-            f"{c.debounced} debounced, {done}, {c.failed} failed."
+            f"{c.debounced} debounced, {self._done(c)}."
         )
-        if self.verbosity >= 1 or c.failed or c.valid == 0:
-            style = self.style.ERROR if c.failed else self.style.SUCCESS
+        if self.verbosity >= 1 or self.failures or c.valid == 0:
+            style = self.style.ERROR if self.failures else self.style.SUCCESS
             self.stdout.write(style(line))
