@@ -82,10 +82,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def handle(self) -> None:
-        try:
+        # The client may close the connection without reading the whole answer.
+        with contextlib.suppress(ConnectionError):
             super().handle()
-        except ConnectionError:
-            pass  # the client closed the connection without reading the whole answer
 
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -3,7 +3,7 @@ and sitemaps.
 
 The command reads and checks its input, groups it into batches per host and
 prints what became of each; the sending is the package's own: a job per batch
-on the queue (:mod:`indexnow_django.dispatch`), or :func:`~indexnow_django.
+on the queue (:mod:`indexnow_django.queue`), or :func:`~indexnow_django.
 submitter.deliver_now` in this process (``--sync``, or when the queue cannot
 take a job), retried after the delays :meth:`~indexnow_django.client.
 RetryPolicy.plan` gives.
@@ -437,7 +437,7 @@ class Command(BaseCommand):
                 self._write(f"  {url}")
 
     def _enqueue(self, host: str, urls: list[str]) -> None:
-        from indexnow_django.dispatch import enqueue, get_queue, new_batch_id
+        from indexnow_django.queue import enqueue_delivery, get_queue, new_batch_id
 
         fresh = self._not_debounced(urls)
         self.counts.debounced += len(urls) - len(fresh)
@@ -448,7 +448,7 @@ class Command(BaseCommand):
             self._send_now(fresh, batch_id=batch_id, fallback=True)
             return
         try:
-            job = enqueue(
+            job = enqueue_delivery(
                 get_queue(self.conf),
                 fresh,
                 batch_id=batch_id,
@@ -475,7 +475,8 @@ class Command(BaseCommand):
 
     def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
         """Send ``urls`` from this process, retrying what the engines ask to be retried."""
-        from indexnow_django.dispatch import new_batch_id, rejection_hint
+        from indexnow_django.jobs import rejection_hint
+        from indexnow_django.queue import new_batch_id
         from indexnow_django.submitter import deliver_now, make_client
 
         conf = self.conf
