@@ -10,15 +10,15 @@ __all__ = ["ModelIndexNow", "__version__", "batch", "register", "submit"]
 
 if TYPE_CHECKING:
     from .collector import batch, submit
-    from .tracking import ModelIndexNow, register
+    from .registry import ModelIndexNow, register
 
 # The public names are imported lazily so that ``import indexnow_django`` (for
 # instance from settings.py or the HTTP client) never imports Django models.
 _LAZY = {
     "batch": "collector",
     "submit": "collector",
-    "ModelIndexNow": "tracking",
-    "register": "tracking",
+    "ModelIndexNow": "registry",
+    "register": "registry",
 }
 
 

@@ -10,10 +10,10 @@ class IndexNowConfig(AppConfig):
     verbose_name = "IndexNow"
 
     def ready(self) -> None:
-        from . import checks, collector, conf, tracking
+        from . import checks, collector, conf, registry, tracking
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
-        tracking.autodiscover()
+        registry.autodiscover()
         tracking.connect()
         collector.install_command_units()

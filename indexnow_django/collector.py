@@ -23,7 +23,7 @@ import contextvars
 import functools
 import logging
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Collector", "batch", "collect", "current", "install_command_units", "submit"]
+__all__ = [
+    "Collector",
+    "batch",
+    "collect",
+    "collect_on_commit",
+    "current",
+    "hand_over",
+    "install_command_units",
+    "submit",
+]
 
 _ids = count(1)
 
@@ -132,18 +141,45 @@ def collect(urls: Iterable[str], using: str | None = None) -> None:
         if not is_enabled():
             return
         urls = [str(url) for url in urls]
-        if not urls:
-            return
-        collector = current()
-        connection = connections[using or DEFAULT_DB_ALIAS]
-        if connection.in_atomic_block:
-            _Commit.of(connection).add(connection, collector, urls)
-        elif collector is not None and collector.open:
-            collector.add(urls)
-        else:
-            _dispatch(urls, unit="commit")
+        if urls:
+            hand_over(urls, connections[using or DEFAULT_DB_ALIAS])
     except Exception:
         logger.exception("IndexNow could not collect URLs; they are not submitted")
+
+
+def hand_over(urls: list[str], connection: BaseDatabaseWrapper) -> None:
+    """:func:`collect` for a caller that checked ``ENABLED`` already (change tracking)."""
+    collector = current()
+    if connection.in_atomic_block:
+        _Commit.of(connection).add(connection, collector, urls)
+    elif collector is not None and collector.open:
+        collector.add(urls)
+    else:
+        _dispatch(urls, unit="commit")
+
+
+def collect_on_commit(
+    resolve: Callable[[], Iterable[str]], connection: BaseDatabaseWrapper
+) -> Callable[[], bool]:
+    """Hand the URLs that ``resolve()`` gives, called when the transaction on ``connection``
+    commits, to the unit of work, as :func:`collect` would hand them at this point.
+
+    Call it only inside a transaction. Returns a function that tells whether
+    ``resolve`` is still to be called at commit (false once it ran, or when a
+    rollback dropped it).
+    """
+    collector = current()
+    pending = _Commit.of(connection)
+    callback = pending.add(connection, collector, resolve)
+
+    def waiting() -> bool:
+        return not pending.done and callback.pending()
+
+    return waiting
+
+
+#: URLs, or a function giving them when the transaction commits.
+_Piece = list[str] | Callable[[], Iterable[str]]
 
 
 class _Commit:
@@ -164,7 +200,7 @@ class _Commit:
     )
 
     def __init__(self) -> None:
-        self.pieces: list[tuple[PendingCallback, Collector | None, list[str]]] = []
+        self.pieces: list[tuple[PendingCallback, Collector | None, _Piece]] = []
         self.done = False
 
     @classmethod
@@ -186,12 +222,14 @@ class _Commit:
         return False
 
     def add(
-        self, connection: BaseDatabaseWrapper, collector: Collector | None, urls: list[str]
-    ) -> None:
+        self, connection: BaseDatabaseWrapper, collector: Collector | None, urls: _Piece
+    ) -> PendingCallback:
         def indexnow_join_on_commit() -> None:
             self.committed()
 
-        self.pieces.append((PendingCallback(connection, indexnow_join_on_commit), collector, urls))
+        callback = PendingCallback(connection, indexnow_join_on_commit)
+        self.pieces.append((callback, collector, urls))
+        return callback
 
     def committed(self) -> None:
         if self.done:
@@ -203,6 +241,12 @@ class _Commit:
         for callback, collector, urls in pieces:
             if not callback.pending():
                 continue  # rolled back with its savepoint
+            if callable(urls):
+                try:
+                    urls = [str(url) for url in urls()]
+                except Exception:
+                    logger.exception("IndexNow could not work out URLs at commit")
+                    continue
             target = collector if collector is not None and collector.open else running
             if target is not None and target.open:
                 target.add(urls)

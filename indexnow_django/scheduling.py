@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from django.db import models
     from rq.job import Job
 
-    from .tracking import ModelIndexNow
+    from .registry import ModelIndexNow
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ def publish(label: str, pk: Any, timestamp: int) -> str:
     object gone, its time moved, not public, no URLs) returns without sending.
     """
     from .collector import batch, submit
-    from .tracking import get_registration
+    from .registry import get_registration
 
     publication = Publication(label, pk, timestamp)
     try:
@@ -203,7 +203,7 @@ def check_scheduling(
     conf = get_settings()
     if not conf.enabled or conf.resolved_dispatch == "queue":
         return []
-    from .tracking import registry
+    from .registry import registry
 
     labels = sorted(model._meta.label for model, options in registry.items() if options.publish_at)
     if not labels:

@@ -1,316 +1,92 @@
-"""Which models have public pages, and the signal handlers that turn their changes into URLs.
+"""Change tracking: what a load, save, delete or m2m change of a registered object submits.
 
-``register(Post)`` (plainly, or as a decorator above a :class:`ModelIndexNow`
-subclass) says how a model's objects map to public URLs. Installed apps'
-``indexnow`` modules are imported by :func:`autodiscover`, the way the admin
-imports ``admin`` modules.
+Which models are tracked, and how their objects map to URLs, is
+:mod:`indexnow_django.registry`'s concern; this module turns their changes into
+URLs (see the change table in the docs) and hands them to the current unit of
+work (:mod:`indexnow_django.collector`). A published object whose
+``publish_at`` is still to come is handed to :mod:`indexnow_django.scheduling`.
 
-The handlers are connected, per registered model, when the app is ready
-(:func:`connect`); a model registered later (from another app's ``ready()``)
-is connected when it is registered. They work out what a save, a delete or an
-m2m change means for the object's public URLs (see the table in the docs) and
-hand the URLs to the current unit of work (:mod:`indexnow_django.collector`).
-A published object whose ``publish_at`` is still to come is handed to
-:mod:`indexnow_django.scheduling` instead.
+"Before" is the stored row, at no cost on the read path. ``Model.from_db``
+(through which every object loaded by a query passes) is wrapped once: for a
+tracked model it keeps, on the object's ``_state``, a reference to the values
+the row was loaded with; nothing is copied. A save compares with those values
+and rebuilds the stored object from them, so a tracked save of a loaded
+object makes no query of its own. A query is made only when they cannot know
+the row: an object that was never loaded (built from a revision or by hand
+with an existing primary key) or a field deferred when it was loaded.
 
-Old state without an extra query: when a registered object is initialised
-(``post_init``), a shallow copy of its field values is kept on its
-``_state``. A save compares with that copy and rebuilds the "before" object
-from it, so an ordinary tracked save costs the same queries as an untracked
-one. A query is made only when that copy cannot know the stored row: an object
-built with an explicit primary key to overwrite a row, a field that was
-deferred when the object was loaded and set since, or an object created
-before its model was registered.
+Handlers are connected per sender: every tracked model (registered, or a
+subclass of a registered one), the parents of tracked multi-table models (a
+save through the base class is worked out for the child row it belongs to),
+and the ``through`` models of their m2m fields. They follow the registry:
+late registrations and models created later are connected when they appear.
+
+Inside a transaction the outcome of a save or an m2m change is worked out when
+the transaction commits, once per object, from the state before its first
+change to the state at commit; so a change of a URL together with its m2m
+relations (the admin saves the object, then its m2m fields) never submits a
+URL that existed only halfway.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
-from django.db import models
+from django.apps import apps
+from django.db import connections, models
 from django.db.models.signals import (
+    class_prepared,
     m2m_changed,
     post_delete,
-    post_init,
     post_save,
     pre_delete,
     pre_save,
 )
 from django.utils import timezone
-from django.utils.module_loading import autodiscover_modules
 
-from .collector import collect
+from .collector import collect_on_commit, hand_over
 from .conf import is_enabled
-from .exceptions import RegistrationError
+from .registry import (
+    ModelIndexNow,
+    Plan,
+    get_registration,
+    plan_for,
+    register,
+    registration_changed,
+    registry,
+    unregister,
+)
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 logger = logging.getLogger(__name__)
 
+# The registration names stay importable from here.
 __all__ = [
     "ModelIndexNow",
-    "autodiscover",
     "connect",
     "get_registration",
     "register",
     "registry",
+    "see_changes",
     "unregister",
 ]
 
-
-class ModelIndexNow:
-    """How one model's objects map to public URLs. Subclass and ``register`` it.
-
-    An object is *public* when :meth:`is_published` is true and the value of
-    its :attr:`publish_at` field (if any, and if not ``None``) is not in the future.
-    """
-
-    #: Fields whose change makes a save worth submitting (m2m fields included).
-    #: ``None``: every save counts.
-    fields: Sequence[str] | None = None
-    #: Name of a ``DateTimeField`` (or ``DateField``) holding the publication time.
-    #: ``None``: no publication time.
-    publish_at: str | None = None
-
-    def __init__(self, model: type[models.Model]) -> None:
-        self.model = model
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__qualname__} for {self.model._meta.label}>"
-
-    def is_published(self, obj: Any) -> bool:
-        """Whether ``obj`` is meant to be public (its ``publish_at`` aside)."""
-        return True
-
-    def urls(self, obj: Any) -> Sequence[str]:
-        """The URLs (absolute, or paths joined to ``BASE_URL``) of ``obj``'s pages."""
-        return [obj.get_absolute_url()]
-
-    def publish_time(self, obj: Any) -> datetime.datetime | None:
-        """The value of the :attr:`publish_at` field as a datetime (aware under ``USE_TZ``)."""
-        if self.publish_at is None:
-            return None
-        value = getattr(obj, self.publish_at)
-        return as_datetime(value) if value is not None else None
-
-    def is_public(self, obj: Any, now: datetime.datetime | None = None) -> bool:
-        """Whether ``obj`` is published and its publication time (if any) has come."""
-        if not self.is_published(obj):
-            return False
-        when = self.publish_time(obj)
-        return when is None or when <= (now or timezone.now())
-
-
-def as_datetime(value: datetime.date | datetime.datetime) -> datetime.datetime:
-    """``value`` as a datetime comparable with ``timezone.now()`` (a date is its midnight)."""
-    if not isinstance(value, datetime.datetime):
-        value = datetime.datetime.combine(value, datetime.time.min)
-    if settings.USE_TZ and timezone.is_naive(value):
-        value = timezone.make_aware(value)
-    elif not settings.USE_TZ and timezone.is_aware(value):
-        value = timezone.make_naive(value)
-    return value
-
-
-# Registration ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """What the handlers need to know about one registered model, worked out once."""
-
-    options: ModelIndexNow
-    #: attnames of the concrete fields in ``fields`` (``None``: every save counts).
-    attnames: frozenset[str] | None
-    #: names of the m2m fields in ``fields`` (``None``: every m2m field counts).
-    m2m: frozenset[str] | None
-    #: attnames whose values can be changed in place (JSON...): copied deeply.
-    mutable: tuple[str, ...] = field(default=())
-
-
-registry: dict[type[models.Model], ModelIndexNow] = {}
-_plans: dict[type[models.Model], _Plan] = {}
-# Set by connect() (the app's ready()); later registrations connect at once.
-_connected = False
-
-_T = TypeVar("_T", bound=type[ModelIndexNow])
-
 _MUTABLE_TYPES = frozenset({"JSONField", "ArrayField", "HStoreField"})
+_MISSING = object()
 
 
-def register(model: type[models.Model], options: type[ModelIndexNow] | None = None) -> Any:
-    """Register ``model``; usable plainly or as a class decorator.
-
-    ``register(Post)`` uses every default; ``register(Post, PostIndexNow)`` or
-    ``@register(Post)`` above a ``ModelIndexNow`` subclass sets the options.
-    Registering a model twice raises :class:`~indexnow_django.exceptions.RegistrationError`.
-    """
-    if options is not None:
-        _register(model, options)
-        return options
-    _register(model, ModelIndexNow)
-
-    def decorator(cls: _T) -> _T:
-        _register(model, cls, replace=True)
-        return cls
-
-    return decorator
+# What an object looks like to the engines --------------------------------------------
 
 
-def _register(
-    model: type[models.Model], options: type[ModelIndexNow], *, replace: bool = False
-) -> None:
-    if not (isinstance(model, type) and issubclass(model, models.Model)):
-        raise RegistrationError(f"register() takes a model class, not {model!r}.")
-    if model._meta.abstract:
-        raise RegistrationError(
-            f"{model.__name__} is abstract and cannot be registered with IndexNow."
-        )
-    if not (isinstance(options, type) and issubclass(options, ModelIndexNow)):
-        raise RegistrationError(f"{options!r} is not a ModelIndexNow subclass.")
-    if model in registry and not replace:
-        raise RegistrationError(
-            f"{model._meta.label} is already registered with IndexNow "
-            f"(by {type(registry[model]).__module__}.{type(registry[model]).__qualname__})."
-        )
-    plan = _plan(model, options(model))
-    registry[model] = plan.options
-    _plans[model] = plan
-    if _connected:
-        _connect(model)
-
-
-def _plan(model: type[models.Model], options: ModelIndexNow) -> _Plan:
-    label = f"{type(options).__qualname__} for {model._meta.label}"
-    names = options.fields
-    attnames: set[str] | None = None
-    m2m: set[str] | None = None
-    if names is not None:
-        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-            raise RegistrationError(
-                f"{label}: fields must be a list of field names or None, not {names!r}."
-            )
-        attnames, m2m = set(), set()
-        for name in names:
-            try:
-                found = model._meta.get_field(name)
-            except FieldDoesNotExist:
-                raise RegistrationError(
-                    f"{label}: fields names {name!r}, which is not a field of {model._meta.label}."
-                ) from None
-            if isinstance(found, models.ManyToManyField):
-                m2m.add(found.name)
-            elif isinstance(found, models.Field) and found.concrete:
-                attnames.add(found.attname)
-            else:
-                raise RegistrationError(
-                    f"{label}: fields names {name!r}, which is not a field stored with "
-                    f"{model._meta.label} (a reverse or generic relation)."
-                )
-    if options.publish_at is not None:
-        try:
-            when = model._meta.get_field(options.publish_at)
-        except FieldDoesNotExist:
-            when = None
-        if not isinstance(when, models.DateField):  # DateTimeField subclasses DateField
-            raise RegistrationError(
-                f"{label}: publish_at must name a DateTimeField or DateField of "
-                f"{model._meta.label}, not {options.publish_at!r}."
-            )
-    mutable = tuple(
-        f.attname for f in model._meta.concrete_fields if f.get_internal_type() in _MUTABLE_TYPES
-    )
-    return _Plan(
-        options,
-        frozenset(attnames) if attnames is not None else None,
-        frozenset(m2m) if m2m is not None else None,
-        mutable,
-    )
-
-
-def unregister(model: type[models.Model]) -> None:
-    """Stop tracking ``model`` (mainly for tests)."""
-    if model not in registry:
-        raise RegistrationError(f"{model._meta.label} is not registered with IndexNow.")
-    _disconnect(model)
-    del registry[model]
-    del _plans[model]
-
-
-def get_registration(model: type[models.Model]) -> ModelIndexNow | None:
-    """The options ``model`` is registered with, or ``None``."""
-    return registry.get(model)
-
-
-def autodiscover() -> None:
-    """Import every installed app's ``indexnow`` module, as the admin does with ``admin``."""
-    autodiscover_modules("indexnow")
-
-
-def connect() -> None:
-    """Connect the handlers of every registered model (the app's ``ready()`` calls this).
-
-    Models registered after this call are connected when they are registered.
-    """
-    global _connected
-    _connected = True
-    for model in list(registry):
-        _connect(model)
-
-
-def _uid(model: type[models.Model], name: str) -> str:
-    return f"indexnow_django.tracking.{name}.{model._meta.label_lower}"
-
-
-_Handler = Callable[..., None]
-
-
-def _receivers() -> tuple[tuple[Any, _Handler, str], ...]:
-    return (
-        (post_init, _remember_loaded, "post_init"),
-        (pre_save, _before_save, "pre_save"),
-        (post_save, _after_save, "post_save"),
-        (pre_delete, _before_delete, "pre_delete"),
-        (post_delete, _after_delete, "post_delete"),
-    )
-
-
-def _m2m_fields(model: type[models.Model]) -> list[models.ManyToManyField[Any, Any]]:
-    return [f for f in model._meta.many_to_many if isinstance(f, models.ManyToManyField)]
-
-
-def _through(m2m: models.ManyToManyField[Any, Any]) -> type[models.Model]:
-    return cast("type[models.Model]", m2m.remote_field.through)
-
-
-def _connect(model: type[models.Model]) -> None:
-    for signal, handler, name in _receivers():
-        signal.connect(handler, sender=model, dispatch_uid=_uid(model, name))
-    for m2m in _m2m_fields(model):
-        m2m_changed.connect(
-            _m2m_changed, sender=_through(m2m), dispatch_uid=_uid(model, f"m2m.{m2m.name}")
-        )
-
-
-def _disconnect(model: type[models.Model]) -> None:
-    for signal, _handler, name in _receivers():
-        signal.disconnect(sender=model, dispatch_uid=_uid(model, name))
-    for m2m in _m2m_fields(model):
-        m2m_changed.disconnect(sender=_through(m2m), dispatch_uid=_uid(model, f"m2m.{m2m.name}"))
-
-
-# What a change means ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Seen:
-    """One object as the handlers see it, before or after a change."""
+class _Seen(NamedTuple):
+    """One object as tracking sees it, before or after a change."""
 
     published: bool
     when: datetime.datetime | None
@@ -326,85 +102,211 @@ def _see(options: ModelIndexNow, obj: Any, now: datetime.datetime) -> _Seen:
     published = bool(options.is_published(obj))
     when = options.publish_time(obj) if published else None
     public = published and (when is None or when <= now)
-    urls = tuple(str(u) for u in options.urls(obj)) if public else ()
+    urls = tuple([str(u) for u in options.urls(obj)]) if public else ()
     return _Seen(published, when, public, urls)
 
 
-@dataclass(frozen=True)
-class _Before:
-    """What ``pre_save`` learnt for ``post_save``."""
-
-    #: The object as stored before the save (``None``: the same as after it).
-    seen: _Seen | None
-    skip: bool = False
-    #: Stored values of fields deferred on the instance (its unsaved, unloaded fields).
-    deferred: Mapping[str, Any] = field(default_factory=dict)
-
-
-_SKIP = _Before(seen=None, skip=True)
+def _failed(instance: models.Model, what: str, error: Exception) -> None:
+    """Log what went wrong for ``instance`` (its ``urls()`` raising, say); the caller carries on."""
+    logger.error(
+        "IndexNow could not %s model=%s pk=%s; nothing is submitted for this object",
+        what,
+        instance._meta.label,
+        instance.pk,
+        exc_info=error,
+    )
 
 
-@contextlib.contextmanager
-def _guard(instance: models.Model, what: str) -> Iterator[None]:
-    """Log, never raise, what goes wrong for ``instance`` (its ``urls()`` raising, say)."""
-    try:
-        yield
-    except Exception:
-        logger.exception(
-            "IndexNow could not %s model=%s pk=%s; nothing is submitted for this object",
-            what,
-            instance._meta.label,
-            instance.pk,
+def _outcome(
+    plan: Plan, before: _Seen | None, saved: models.Model, counts: bool, using: str
+) -> list[str]:
+    """The URLs a change submits (see the change table), scheduling a future publication.
+
+    ``before``: the object as stored before the change (``None``: the same as
+    ``saved``). ``counts``: whether a field that ``fields`` lists changed (or
+    ``fields`` is ``None``); a change of public state or of URLs counts anyway.
+    """
+    now = timezone.now()
+    after = _see(plan.options, saved, now)
+    old = after if before is None else before
+    if not counts and old == after:
+        return []
+    urls = list(after.urls)
+    if old.public:
+        urls.extend(u for u in old.urls if u not in after.urls)
+    if after.published and after.when is not None and after.when > now:
+        from .scheduling import schedule
+
+        schedule(plan.options, saved, after.when, using=using)
+    return urls
+
+
+# One change per object and transaction ------------------------------------------------
+
+
+class _Pending:
+    """An object changed inside a transaction: worked out when it commits."""
+
+    def __init__(self, plan: Plan, before: _Seen | None, saved: models.Model, using: str) -> None:
+        self.plan = plan
+        self.before = before
+        self.saved = saved
+        self.counts = False
+        self.using = using
+        self.done = False
+        self.waiting: Callable[[], bool] = lambda: True
+
+    def open(self) -> bool:
+        return not self.done and self.waiting()
+
+    def resolve(self) -> list[str]:
+        if self.done:
+            return []
+        self.done = True
+        try:
+            return _outcome(self.plan, self.before, self.saved, self.counts, self.using)
+        except Exception as error:
+            _failed(self.saved, "work out the URLs of a save", error)
+            return []
+
+
+_pending: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[tuple[Any, ...], _Pending]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending | None:
+    """The change of ``obj`` still waiting for the current transaction, if any."""
+    waiting = _pending.get(connection)
+    if not waiting:
+        return None
+    pending = waiting.get((obj._meta.concrete_model, obj.pk))
+    return pending if pending is not None and pending.open() else None
+
+
+def _change(
+    plan: Plan,
+    before: _Seen | None,
+    saved: models.Model,
+    counts: bool,
+    using: str,
+    *,
+    copy_saved: bool = True,
+) -> None:
+    """Submit what a change of ``saved`` means, now or when its transaction commits."""
+    connection = connections[using]
+    if not connection.in_atomic_block:
+        try:
+            urls = _outcome(plan, before, saved, counts, using)
+        except Exception as error:
+            _failed(saved, "work out the URLs of a save", error)
+            return
+        if urls:
+            hand_over(urls, connection)
+        return
+    if copy_saved:
+        # What was saved, not later unsaved edits of the instance.
+        saved = _rebuild(saved, saved.__dict__)
+    pending = _open_change(saved, connection)
+    if pending is None:
+        waiting = _pending.setdefault(connection, {})
+        if len(waiting) > 1000:
+            for key in [k for k, p in waiting.items() if not p.open()]:
+                del waiting[key]
+        pending = waiting[(saved._meta.concrete_model, saved.pk)] = _Pending(
+            plan, before, saved, using
         )
+        pending.waiting = collect_on_commit(pending.resolve, connection)
+    pending.saved = saved
+    pending.counts = pending.counts or counts
 
 
-def _remember_loaded(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
-    """``post_init``: keep the values the object starts with, to compare a later save with."""
-    loaded = instance.__dict__.copy()
-    del loaded["_state"]
-    plan = _plans.get(sender)
-    if plan is not None and plan.mutable:
-        for attname in plan.mutable:
-            if attname in loaded:
-                loaded[attname] = copy.deepcopy(loaded[attname])
-    instance._state.indexnow_loaded = loaded  # type: ignore[attr-defined]
+# The stored row -------------------------------------------------------------------------
 
 
-_MISSING = object()
+class _Info(NamedTuple):
+    """What the handlers need about one tracked model class, worked out once."""
+
+    attnames: tuple[str, ...]
+    #: (name, attname) of the concrete relations, whose cached objects a copy keeps.
+    relations: tuple[tuple[str, str], ...]
+    #: attnames whose values can change in place (JSON...): copied deeply.
+    mutable: frozenset[str]
+
+
+def _info(model: type[models.Model]) -> _Info:
+    fields = model._meta.concrete_fields
+    return _Info(
+        tuple(f.attname for f in fields),
+        tuple((f.name, f.attname) for f in fields if f.is_relation),
+        frozenset(f.attname for f in fields if f.get_internal_type() in _MUTABLE_TYPES),
+    )
+
+
+#: Tracked models (registered, or subclasses of registered ones).
+_tracked: dict[type[models.Model], _Info] = {}
+#: Untracked models with tracked multi-table children, deepest children first.
+_children: dict[type[models.Model], list[type[models.Model]]] = {}
+
+
+def _info_of(model: type[models.Model]) -> _Info:
+    info = _tracked.get(model)
+    return info if info is not None else _info(model)
+
+
+def _loaded(state: models.base.ModelState) -> dict[str, Any] | None:
+    """The values (by attname) the object was loaded or last saved with, if known."""
+    row = state.__dict__.get("indexnow_row")
+    if row is None or type(row) is dict:
+        return row
+    names, values = row
+    return dict(zip(names, values, strict=True))
+
+
+def _remember(instance: models.Model, attnames: Iterable[str]) -> None:
+    """After a save or a refresh: the row holds ``attnames``' current values."""
+    loaded = _loaded(instance._state) or {}
+    current = instance.__dict__
+    mutable = _info_of(type(instance)).mutable
+    for attname in attnames:
+        if attname in current:
+            value = current[attname]
+            loaded[attname] = copy.deepcopy(value) if attname in mutable else value
+    instance._state.indexnow_row = loaded  # type: ignore[attr-defined]
 
 
 def _stored_values(
-    instance: models.Model, using: str, attnames: Iterable[str]
+    model: type[models.Model], pk: Any, using: str, attnames: Iterable[str]
 ) -> dict[str, Any] | None:
-    """``attnames`` of ``instance``'s stored row (one query), or ``None`` when it has none."""
-    rows = list(
-        type(instance)._base_manager.using(using).filter(pk=instance.pk).values(*attnames)[:1]
-    )
+    """``attnames`` of the stored row (one query), or ``None`` when there is none."""
+    rows = list(model._base_manager.using(using).filter(pk=pk).values(*attnames)[:1])
     return rows[0] if rows else None
 
 
-def _old_values(instance: models.Model, using: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _old_values(
+    instance: models.Model, info: _Info, using: str
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The stored field values (by attname) of the row ``instance`` overwrites (``None``:
     there is none), and the stored values of the fields still deferred on ``instance``.
     """
-    meta = instance._meta
     state = instance._state
-    attnames = [f.attname for f in meta.concrete_fields]
     if state.adding:
+        meta = instance._meta
         if instance.pk is None or all(
             f.has_default() or f.has_db_default() for f in meta.pk_fields
         ):
             return None, {}  # an insert (Django skips the UPDATE too)
-        return _stored_values(instance, using, attnames), {}
-    loaded: dict[str, Any] | None = getattr(state, "indexnow_loaded", None)
+        return _stored_values(type(instance), instance.pk, using, info.attnames), {}
+    loaded = _loaded(state)
     if loaded is None:
-        loaded = {}
-    missing = [a for a in attnames if a not in loaded]
+        # Never loaded (rebuilt from a revision, say): the row is what it overwrites.
+        return _stored_values(type(instance), instance.pk, using, info.attnames), {}
+    missing = [a for a in info.attnames if a not in loaded]
     if not missing:
         return loaded, {}
-    # Deferred when the object was loaded (or loaded before its model was registered):
-    # one query for all of them, so that urls() never loads them one by one.
-    stored = _stored_values(instance, using, missing)
+    # Deferred when the object was loaded: one query for all of them, so that
+    # urls() never loads them one by one.
+    stored = _stored_values(type(instance), instance.pk, using, missing)
     if stored is None:
         return None, {}
     current = instance.__dict__
@@ -414,43 +316,76 @@ def _old_values(instance: models.Model, using: str) -> tuple[dict[str, Any] | No
 def _rebuild(instance: models.Model, values: Mapping[str, Any]) -> models.Model:
     """A copy of ``instance`` holding ``values``: the object as it was stored."""
     model = type(instance)
+    info = _info_of(model)
     old = model.__new__(model)
-    current = instance.__dict__
-    old.__dict__.update(
-        {
-            f.attname: values[f.attname]
-            for f in instance._meta.concrete_fields
-            if f.attname in values
-        }
-    )
-    old._state = models.base.ModelState()
-    old._state.adding = False
-    old._state.db = instance._state.db
-    # Related objects cached on the instance are still right where their key did not change.
-    cache = instance._state.fields_cache
-    for f in instance._meta.concrete_fields:
-        if (
-            f.is_relation
-            and f.name in cache
-            and values.get(f.attname, _MISSING) == current.get(f.attname)
-        ):
-            old._state.fields_cache[f.name] = cache[f.name]
+    old.__dict__.update({a: values[a] for a in info.attnames if a in values})
+    state = old._state = models.base.ModelState()
+    state.adding = False
+    state.db = instance._state.db
+    if info.relations:
+        # Related objects cached on the instance are still right where their key did not change.
+        cache = instance._state.fields_cache
+        current = instance.__dict__
+        for name, attname in info.relations:
+            if name in cache and values.get(attname, _MISSING) == current.get(attname):
+                state.fields_cache[name] = cache[name]
     return old
 
 
 def _changed(
-    values: Mapping[str, Any], instance: models.Model, update_fields: Iterable[str] | None
+    values: Mapping[str, Any],
+    instance: models.Model,
+    info: _Info,
+    update_fields: Iterable[str] | None,
 ) -> set[str]:
     current = instance.__dict__
-    attnames = [f.attname for f in instance._meta.concrete_fields if f.attname in current]
     if update_fields is not None:
         saved = set(update_fields)
-        attnames = [
+        attnames: Iterable[str] = [
             f.attname
             for f in instance._meta.concrete_fields
             if f.name in saved or f.attname in saved
         ]
-    return {a for a in attnames if values.get(a, _MISSING) != current.get(a, _MISSING)}
+    else:
+        attnames = info.attnames
+    get = values.get
+    return {a for a in attnames if a in current and get(a, _MISSING) != current[a]}
+
+
+def _counts(plan: Plan, changed: set[str]) -> bool:
+    return plan.attnames is None or not plan.attnames.isdisjoint(changed)
+
+
+def see_changes(
+    plan: Plan, obj: models.Model, old: Mapping[str, Any] | None, changed: set[str], using: str
+) -> None:
+    """Submit what a change of ``obj`` from the stored values ``old`` means.
+
+    Used by bulk operations, which know the stored rows and what they changed.
+    ``old`` is ``None`` for a new row.
+    """
+    try:
+        before = _DRAFT if old is None else _see(plan.options, _rebuild(obj, old), timezone.now())
+    except Exception as error:
+        _failed(obj, "work out the stored state before a save", error)
+        return
+    _change(plan, before, obj, _counts(plan, changed), using, copy_saved=False)
+
+
+# Saves ------------------------------------------------------------------------------------
+
+
+class _Before(NamedTuple):
+    """What ``pre_save`` learnt for ``post_save``."""
+
+    #: The object as stored before the save (``None``: the same as after it).
+    seen: _Seen | None
+    counts: bool
+    #: Stored values of fields deferred on the instance (its unsaved, unloaded fields).
+    deferred: Mapping[str, Any] | None = None
+    #: A save through a base class: the stored child object it belongs to, and its plan.
+    child: models.Model | None = None
+    plan: Plan | None = None
 
 
 def _before_save(
@@ -465,24 +400,47 @@ def _before_save(
     state = instance._state
     state.indexnow_raw = raw  # type: ignore[attr-defined]
     state.indexnow_before = None  # type: ignore[attr-defined]
-    plan = _plans.get(sender)
-    if raw or plan is None or not is_enabled():
+    if raw or not is_enabled():
         return
-    state.indexnow_before = _SKIP  # type: ignore[attr-defined]  # unless all goes well
-    with _guard(instance, "work out the stored state before a save"):
-        values, deferred = _old_values(instance, using)
+    plan = plan_for(sender)
+    try:
+        if plan is None:
+            state.indexnow_before = _before_base_save(instance, using, update_fields)  # type: ignore[attr-defined]
+            return
+        info = _info_of(sender)
+        values, deferred = _old_values(instance, info, using)
         if values is None:
-            state.indexnow_before = _Before(_DRAFT)  # type: ignore[attr-defined]
+            state.indexnow_before = _Before(_DRAFT, True)  # type: ignore[attr-defined]
             return
-        changed = _changed(values, instance, update_fields)
-        if plan.attnames is not None and not (changed & plan.attnames):
-            return
+        changed = _changed(values, instance, info, update_fields)
         if not changed:
-            state.indexnow_before = _Before(None, deferred=deferred)  # type: ignore[attr-defined]
+            if plan.attnames is None:
+                state.indexnow_before = _Before(None, True, deferred)  # type: ignore[attr-defined]
             return
-        old = _rebuild(instance, values)
-        seen = _see(plan.options, old, timezone.now())
-        state.indexnow_before = _Before(seen, deferred=deferred)  # type: ignore[attr-defined]
+        seen = _see(plan.options, _rebuild(instance, values), timezone.now())
+        state.indexnow_before = _Before(seen, _counts(plan, changed), deferred)  # type: ignore[attr-defined]
+    except Exception as error:
+        _failed(instance, "work out the stored state before a save", error)
+
+
+def _before_base_save(
+    instance: models.Model, using: str, update_fields: Iterable[str] | None
+) -> _Before | None:
+    """A save through an untracked base class of tracked multi-table models: the child row."""
+    if instance._state.adding and instance.pk is None:
+        return None
+    for child_model in _children.get(type(instance), ()):
+        child = child_model._base_manager.using(using).filter(pk=instance.pk).first()
+        if child is None:
+            continue
+        plan = plan_for(child_model)
+        if plan is None:
+            return None
+        values = {f.attname: getattr(child, f.attname) for f in instance._meta.concrete_fields}
+        changed = _changed(values, instance, _info(type(instance)), update_fields)
+        seen = _see(plan.options, child, timezone.now())
+        return _Before(seen, _counts(plan, changed), child=child, plan=plan)
+    return None
 
 
 def _after_save(
@@ -491,65 +449,91 @@ def _after_save(
     created: bool,
     raw: bool,
     using: str,
+    update_fields: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> None:
-    """``post_save``: submit what the save changed (see the table in the docs)."""
+    """``post_save``: submit what the save changed (see the change table)."""
     state = instance._state
-    before: _Before | None = getattr(state, "indexnow_before", None)
-    state.indexnow_before = None  # type: ignore[attr-defined]
-    plan = _plans.get(sender)
-    if raw or plan is None:
+    before: _Before | None = state.__dict__.get("indexnow_before")
+    if raw:
         return
-    try:
-        if before is None or before.skip or not is_enabled():
-            return
-        with _guard(instance, "work out the URLs of a save"):
-            _submit_save(plan, instance, before, using)
-    finally:
-        _remember_loaded(sender, instance)
-
-
-def _submit_save(plan: _Plan, instance: models.Model, before: _Before, using: str) -> None:
-    """Hand the URLs that this save changed to the unit of work."""
-    now = timezone.now()
+    state.indexnow_before = None  # type: ignore[attr-defined]
+    info = _tracked.get(sender)
+    if info is not None:
+        if update_fields is None and not info.mutable:
+            state.indexnow_row = instance.__dict__.copy()  # type: ignore[attr-defined]
+        elif update_fields is None:
+            _remember(instance, info.attnames)
+        else:
+            names = set(update_fields)
+            _remember(
+                instance,
+                [
+                    f.attname
+                    for f in instance._meta.concrete_fields
+                    if f.name in names or f.attname in names
+                ],
+            )
+    if before is None:
+        return
+    if before.child is not None and before.plan is not None:
+        child = before.child
+        saved = _rebuild(
+            child, {**child.__dict__, **_values_of(instance, instance._meta.concrete_fields)}
+        )
+        _change(before.plan, before.seen, saved, before.counts, using, copy_saved=False)
+        return
+    plan = plan_for(sender)
+    if plan is None:
+        return
     saved = instance
     if before.deferred:
         # Fields still deferred were not saved: their stored values are current.
         saved = _rebuild(instance, {**before.deferred, **instance.__dict__})
-    after = _see(plan.options, saved, now)
-    old = before.seen if before.seen is not None else after
-    urls: list[str] = list(after.urls)
-    if old.public:
-        urls.extend(u for u in old.urls if u not in after.urls)
-    if urls:
-        collect(urls, using)
-    if after.published and after.when is not None and after.when > now:
-        from .scheduling import schedule
-
-        schedule(plan.options, instance, after.when, using=using)
+    _change(plan, before.seen, saved, before.counts, using)
 
 
-def _before_delete(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
+def _values_of(obj: models.Model, fields: Iterable[models.Field[Any, Any]]) -> dict[str, Any]:
+    current = obj.__dict__
+    return {f.attname: current[f.attname] for f in fields if f.attname in current}
+
+
+# Deletes ------------------------------------------------------------------------------------
+
+
+def _before_delete(
+    sender: type[models.Model], instance: models.Model, using: str, **kwargs: Any
+) -> None:
     """``pre_delete``: the URLs of a public object, while its row (and relations) still exist."""
     state = instance._state
     state.indexnow_deleted = ()  # type: ignore[attr-defined]
-    plan = _plans.get(sender)
+    plan = plan_for(sender)
     if plan is None or not is_enabled():
         return
-    with _guard(instance, "work out the URLs of a deleted object"):
-        loaded: dict[str, Any] | None = getattr(state, "indexnow_loaded", None)
-        stored = _rebuild(instance, loaded) if loaded is not None and not state.adding else instance
+    try:
+        stored: models.Model = instance
+        if not state.adding:
+            loaded = _loaded(state)
+            if loaded is None:
+                loaded = _stored_values(sender, instance.pk, using, _info_of(sender).attnames)
+            if loaded is not None:
+                stored = _rebuild(instance, loaded)
         state.indexnow_deleted = _see(plan.options, stored, timezone.now()).urls  # type: ignore[attr-defined]
+    except Exception as error:
+        _failed(instance, "work out the URLs of a deleted object", error)
 
 
 def _after_delete(
     sender: type[models.Model], instance: models.Model, using: str, **kwargs: Any
 ) -> None:
     """``post_delete``: the row is gone; its URLs join the unit of work when the delete commits."""
-    urls: tuple[str, ...] = getattr(instance._state, "indexnow_deleted", ())
+    urls: tuple[str, ...] = instance._state.__dict__.get("indexnow_deleted", ())
     instance._state.indexnow_deleted = ()  # type: ignore[attr-defined]
     if urls:
-        collect(urls, using)
+        hand_over(list(urls), connections[using])
+
+
+# Many-to-many -------------------------------------------------------------------------------
 
 
 def _m2m_changed(
@@ -562,14 +546,20 @@ def _m2m_changed(
     using: str,
     **kwargs: Any,
 ) -> None:
-    """``m2m_changed``: a changed m2m field of a registered object is a change of that object."""
-    if action not in ("post_add", "post_remove", "post_clear", "pre_clear") or not is_enabled():
+    """``m2m_changed``: a changed m2m field of a registered object is a change of that object.
+
+    The URLs from before the change (``pre_*``) and after it (``post_*``) are
+    submitted, so a URL that the change removed is submitted too.
+    """
+    if not is_enabled():
         return
-    with _guard(instance, f"work out the URLs of an m2m change ({action})"):
+    try:
         if not reverse:
             _m2m_forward(sender, instance, action, pk_set, using)
         else:
             _m2m_reverse(sender, instance, action, model, pk_set, using)
+    except Exception as error:
+        _failed(instance, f"work out the URLs of an m2m change ({action})", error)
 
 
 def _owning_field(
@@ -581,6 +571,21 @@ def _owning_field(
     return None
 
 
+def _m2m_plan(through: type[models.Model], model: type[models.Model]) -> tuple[Plan, bool] | None:
+    """The plan of ``model`` and whether its m2m field through ``through`` counts."""
+    plan = plan_for(model)
+    m2m = _owning_field(through, model)
+    if plan is None or m2m is None:
+        return None
+    return plan, plan.m2m is None or m2m.name in plan.m2m
+
+
+def _stored(instance: models.Model) -> models.Model:
+    """``instance`` as its row holds it (its unsaved edits left out), when that is known."""
+    loaded = _loaded(instance._state)
+    return _rebuild(instance, loaded) if loaded is not None else instance
+
+
 def _m2m_forward(
     through: type[models.Model],
     instance: models.Model,
@@ -588,17 +593,20 @@ def _m2m_forward(
     pk_set: set[Any] | None,
     using: str,
 ) -> None:
-    plan = _plans.get(type(instance))
-    if plan is None or action == "pre_clear" or getattr(instance._state, "indexnow_raw", False):
+    found = _m2m_plan(through, type(instance))
+    state = instance._state
+    if found is None or state.__dict__.get("indexnow_raw", False):
         return  # a fixture's m2m data, set right after its raw save: ignored like the save
-    if action != "post_clear" and not pk_set:
+    if action in ("pre_add", "pre_remove", "post_add", "post_remove") and not pk_set:
         return
-    m2m = _owning_field(through, type(instance))
-    if m2m is None or (plan.m2m is not None and m2m.name not in plan.m2m):
+    plan, counts = found
+    befores: dict[type[models.Model], _Seen] = state.__dict__.setdefault("indexnow_m2m_before", {})
+    if action.startswith("pre_"):
+        if _open_change(instance, connections[using]) is None:
+            befores[through] = _see(plan.options, _stored(instance), timezone.now())
         return
-    seen = _see(plan.options, instance, timezone.now())
-    if seen.urls:
-        collect(seen.urls, using)
+    before = befores.pop(through, None)
+    _change(plan, before, _stored(instance), counts, using, copy_saved=False)
 
 
 def _m2m_reverse(
@@ -609,34 +617,186 @@ def _m2m_reverse(
     pk_set: set[Any] | None,
     using: str,
 ) -> None:
-    plan = _plans.get(model)
-    m2m = _owning_field(through, model)
-    if plan is None or m2m is None or (plan.m2m is not None and m2m.name not in plan.m2m):
+    found = _m2m_plan(through, model)
+    if found is None:
         return
-    state = instance._state
-    if action == "pre_clear":
-        # The objects losing this relation are only known before the rows go.
-        source = through._meta.get_field(m2m.m2m_field_name())
-        target = m2m.m2m_reverse_field_name()
-        pks = list(
-            through._base_manager.using(using)
-            .filter(**{target: instance.pk})
-            .values_list(cast("models.Field[Any, Any]", source).attname, flat=True)
-        )
-        clearing: dict[type[models.Model], list[Any]] = getattr(state, "indexnow_clearing", {})
-        clearing[through] = pks
-        state.indexnow_clearing = clearing  # type: ignore[attr-defined]
+    plan, counts = found
+    m2m = cast("models.ManyToManyField[Any, Any]", _owning_field(through, model))
+    befores: dict[type[models.Model], list[tuple[models.Model, _Seen]]] = (
+        instance._state.__dict__.setdefault("indexnow_m2m_reverse", {})
+    )
+    if action.startswith("pre_"):
+        if action == "pre_clear":
+            # The objects losing this relation are only known before the rows go.
+            source = through._meta.get_field(m2m.m2m_field_name())
+            pks = list(
+                through._base_manager.using(using)
+                .filter(**{m2m.m2m_reverse_field_name(): instance.pk})
+                .values_list(cast("models.Field[Any, Any]", source).attname, flat=True)
+            )
+        else:
+            pks = list(pk_set or ())
+        now = timezone.now()
+        objs = []
+        for obj in model._base_manager.using(using).filter(pk__in=pks) if pks else ():
+            try:
+                objs.append((obj, _see(plan.options, obj, now)))
+            except Exception as error:
+                _failed(obj, f"work out the URLs of an m2m change ({action})", error)
+        befores[through] = objs
         return
-    if action == "post_clear":
-        pks = getattr(state, "indexnow_clearing", {}).pop(through, [])
-    else:
-        pks = list(pk_set or ())
-    if not pks:
+    connection = connections[using]
+    for obj, seen in befores.pop(through, []):
+        before = seen if _open_change(obj, connection) is None else None
+        _change(plan, before, obj, counts, using, copy_saved=False)
+
+
+# Loading -------------------------------------------------------------------------------------
+
+#: Classes whose ``from_db`` is hooked here, with their own ``from_db`` before (or ``None``).
+_hooked: dict[type[models.Model], Any] = {}
+
+
+def _hook_loading(tracked: Mapping[type[models.Model], _Info]) -> None:
+    """Hook ``from_db`` of the tracked models (and only theirs), keeping the loaded values.
+
+    A model's own ``from_db`` (a documented override) is kept and called; a
+    subclass inherits its parent's hook. Untracked models are left untouched,
+    so they pay nothing.
+    """
+    for cls, own in _hooked.items():
+        if own is None:
+            delattr(cls, "from_db")
+        else:
+            setattr(cls, "from_db", own)  # noqa: B010
+    _hooked.clear()
+    for cls in sorted(tracked, key=lambda c: len(c.__mro__)):
+        loader = cls.from_db.__func__  # type: ignore[attr-defined]
+        if getattr(loader, "indexnow_hook", False):
+            continue  # inherited from a hooked parent
+        _hooked[cls] = cls.__dict__.get("from_db")
+        cls.from_db = classmethod(_loading_hook(loader))  # type: ignore[method-assign,assignment]
+
+
+def _loading_hook(loader: Callable[..., models.Model]) -> Callable[..., models.Model]:
+    def from_db(
+        cls: type[models.Model], db: str | None, field_names: Any, values: Any
+    ) -> models.Model:
+        obj = loader(cls, db, field_names, values)
+        info = _tracked.get(cls)
+        if info is not None and info.mutable:
+            mutable = info.mutable
+            values = [
+                copy.deepcopy(v) if n in mutable else v
+                for n, v in zip(field_names, values, strict=False)
+            ]
+        obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
+        return obj
+
+    from_db.indexnow_hook = True  # type: ignore[attr-defined]
+    return from_db
+
+
+def _wrap_refresh() -> None:
+    """Wrap ``Model.refresh_from_db`` once: a refreshed tracked object knows its row again."""
+    refresh = models.Model.refresh_from_db
+    if getattr(refresh, "indexnow_hook", False):
         return
-    now = timezone.now()
-    urls: list[str] = []
-    for obj in model._base_manager.using(using).filter(pk__in=pks):
-        with _guard(obj, f"work out the URLs of an m2m change ({action})"):
-            urls.extend(_see(plan.options, obj, now).urls)
-    if urls:
-        collect(urls, using)
+
+    def refresh_from_db(self: models.Model, *args: Any, **kwargs: Any) -> None:
+        refresh(self, *args, **kwargs)
+        if type(self) in _tracked:
+            names = kwargs.get("fields", args[1] if len(args) > 1 else None)
+            fields: Iterable[models.Field[Any, Any]] = self._meta.concrete_fields
+            if names is not None:
+                names = set(names)
+                fields = [f for f in fields if f.name in names or f.attname in names]
+            _remember(self, [f.attname for f in fields])
+
+    refresh_from_db.indexnow_hook = True  # type: ignore[attr-defined]
+    models.Model.refresh_from_db = refresh_from_db  # type: ignore[method-assign]
+
+
+# Connecting ----------------------------------------------------------------------------------
+
+_connected: set[tuple[Any, str]] = set()
+
+
+def _uid(sender: type[models.Model], name: str) -> str:
+    return f"indexnow_django.tracking.{name}.{sender._meta.label_lower}"
+
+
+_Handler = Callable[..., None]
+
+_SAVE: tuple[tuple[Any, _Handler, str], ...] = (
+    (pre_save, _before_save, "pre_save"),
+    (post_save, _after_save, "post_save"),
+)
+_DELETE: tuple[tuple[Any, _Handler, str], ...] = (
+    (pre_delete, _before_delete, "pre_delete"),
+    (post_delete, _after_delete, "post_delete"),
+)
+
+
+def _m2m_fields(model: type[models.Model]) -> list[models.ManyToManyField[Any, Any]]:
+    return [f for f in model._meta.many_to_many if isinstance(f, models.ManyToManyField)]
+
+
+def _through(m2m: models.ManyToManyField[Any, Any]) -> type[models.Model]:
+    return cast("type[models.Model]", m2m.remote_field.through)
+
+
+def connect() -> None:
+    """Start tracking (the app's ``ready()`` calls this); later changes are followed."""
+    _wrap_refresh()
+    registration_changed.connect(_sync, dispatch_uid="indexnow_django.tracking.sync")
+    class_prepared.connect(_prepared, dispatch_uid="indexnow_django.tracking.class_prepared")
+    _sync()
+
+
+def _prepared(sender: type[models.Model], **kwargs: Any) -> None:
+    """``class_prepared``: a model created after start-up (a subclass of a tracked one)."""
+    if sender._meta.apps is apps and plan_for(sender) is not None:
+        _sync(extra=sender)
+
+
+def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
+    """Connect the handlers to what the registry tracks now, and only to that."""
+    if not apps.models_ready:
+        return
+    tracked: dict[type[models.Model], _Info] = {}
+    children: dict[type[models.Model], list[type[models.Model]]] = {}
+    wanted: dict[tuple[Any, str], tuple[Any, _Handler]] = {}
+    models_now = apps.get_models()
+    if extra is not None and extra not in models_now:
+        models_now.append(extra)
+    for model in models_now:
+        if plan_for(model) is None:
+            continue
+        tracked[model] = _info(model)
+        for signal, handler, name in (*_SAVE, *_DELETE):
+            wanted[(model, name)] = (signal, handler)
+        for m2m in _m2m_fields(model):
+            through = _through(m2m)
+            wanted[(through, "m2m_changed")] = (m2m_changed, _m2m_changed)
+        if not model._meta.proxy:
+            for parent in model._meta.get_parent_list():
+                if plan_for(parent) is None:
+                    children.setdefault(parent, []).append(model)
+    for parent, found in children.items():
+        found.sort(key=lambda m: len(m._meta.get_parent_list()), reverse=True)
+        for signal, handler, name in _SAVE:
+            wanted[(parent, name)] = (signal, handler)
+    signals = {name: signal for signal, _handler, name in (*_SAVE, *_DELETE)}
+    signals["m2m_changed"] = m2m_changed
+    for sender, name in _connected - set(wanted):
+        signals[name].disconnect(sender=sender, dispatch_uid=_uid(sender, name))
+    for (sender, name), (signal, handler) in wanted.items():
+        signal.connect(handler, sender=sender, dispatch_uid=_uid(sender, name))
+    _connected.clear()
+    _connected.update(wanted)
+    _tracked.clear()
+    _tracked.update(tracked)
+    _hook_loading(tracked)
+    _children.clear()
+    _children.update(children)

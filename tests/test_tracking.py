@@ -16,16 +16,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.sites.models import Site
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from indexnow_django import ModelIndexNow, batch, register
+import indexnow_django
+from indexnow_django import ModelIndexNow, batch, register, tracking
+from indexnow_django import registry as registry_module
 from indexnow_django.exceptions import RegistrationError
-from indexnow_django.tracking import get_registration, registry, unregister
-from tests.testapp.indexnow import PostIndexNow
-from tests.testapp.models import Document, Page, Post, Tag, Untracked
+from indexnow_django.registry import get_registration, registry, unregister
+from tests.testapp.indexnow import PostIndexNow, RestaurantIndexNow
+from tests.testapp.models import (
+    Article,
+    Document,
+    FeaturedPost,
+    Page,
+    Place,
+    Post,
+    PostProxy,
+    Restaurant,
+    Tag,
+    Untracked,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,6 +72,14 @@ def quiet(engine: Any) -> Iterator[None]:
 
 
 # Registration -----------------------------------------------------------------
+
+
+def test_the_registration_api_lives_in_the_registry_module() -> None:
+    assert indexnow_django.register is registry_module.register
+    assert indexnow_django.ModelIndexNow is registry_module.ModelIndexNow
+    # Still importable from the tracking module, where it used to live.
+    assert tracking.register is registry_module.register
+    assert tracking.get_registration is registry_module.get_registration
 
 
 def test_indexnow_modules_are_discovered() -> None:
@@ -412,3 +434,258 @@ def test_a_tracked_save_costs_the_queries_of_an_untracked_one() -> None:
             untracked.save()
     assert len(tracked_queries) == len(untracked_queries) == 1
     assert tracked_queries[0]["sql"].startswith("UPDATE")
+
+
+# "Before" is the stored row -------------------------------------------------------------
+
+
+def rebuilt(post: Post, **changes: Any) -> Post:
+    """``post`` built again from its data, as a revision is: never loaded from the database."""
+    data = {f.attname: getattr(post, f.attname) for f in Post._meta.concrete_fields}
+    obj = Post(**{**data, **changes})
+    obj._state.adding = False
+    return obj
+
+
+def test_an_object_rebuilt_from_its_data_is_compared_with_its_row(engine: Any) -> None:
+    post = published("revision")
+    engine.reset()
+    rebuilt(post, slug="revised").save()
+    assert sent(engine) == [[f"{BASE}/posts/revised/", f"{BASE}/posts/revision/"]]
+    engine.reset()
+    rebuilt(post, slug="revised", title="Edited in a revision").save()
+    assert sent(engine) == [[f"{BASE}/posts/revised/"]]
+    engine.reset()
+    rebuilt(post, slug="revised", title="Edited in a revision").save()  # the same as its row
+    assert sent(engine) == []
+
+
+def test_a_rebuilt_object_costs_one_query_for_its_row(engine: Any) -> None:
+    post = published("one-query")
+    with CaptureQueriesContext(connection) as queries:
+        rebuilt(post, title="Changed").save()
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["SELECT", "UPDATE"]
+
+
+def test_a_refreshed_object_compares_with_the_refreshed_row(engine: Any) -> None:
+    post = published("before-refresh")
+    loaded = Post.objects.get(pk=post.pk)
+    Post.objects.filter(pk=post.pk).update(slug="moved-elsewhere")  # no signal
+    loaded.refresh_from_db()
+    engine.reset()
+    loaded.title = "Retitled"
+    loaded.save()
+    assert sent(engine) == [[f"{BASE}/posts/moved-elsewhere/"]]
+
+
+def test_a_deferred_field_loaded_later_is_known(engine: Any) -> None:
+    post = published("lazy")
+    engine.reset()
+    partial = Post.objects.defer("slug").get(pk=post.pk)
+    assert partial.slug == "lazy"  # loaded now, by refresh_from_db
+    partial.slug = "lazy-renamed"
+    with CaptureQueriesContext(connection) as queries:
+        partial.save()
+    assert sent(engine) == [[f"{BASE}/posts/lazy-renamed/", f"{BASE}/posts/lazy/"]]
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["UPDATE"]
+
+
+# Subclasses -------------------------------------------------------------------------------
+
+
+def test_a_multi_table_child_of_a_registered_model_is_tracked(engine: Any) -> None:
+    featured = FeaturedPost.objects.create(
+        title="Featured", slug="featured", status=Post.PUBLISHED, badge="new"
+    )
+    loaded = FeaturedPost.objects.get(pk=featured.pk)
+    loaded.slug = "featured-2"
+    loaded.save()
+    loaded.delete()
+    assert sent(engine) == [
+        [f"{BASE}/posts/featured/"],
+        [f"{BASE}/posts/featured-2/", f"{BASE}/posts/featured/"],
+        [f"{BASE}/posts/featured-2/"],
+    ]
+
+
+def test_a_proxy_of_a_registered_model_is_tracked(engine: Any) -> None:
+    post = published("proxied")
+    engine.reset()
+    proxy = PostProxy.objects.get(pk=post.pk)
+    proxy.status = Post.DRAFT
+    proxy.save()
+    assert sent(engine) == [[f"{BASE}/posts/proxied/"]]
+
+
+def test_a_subclass_with_its_own_registration_uses_it(engine: Any) -> None:
+    @register(FeaturedPost)
+    class FeaturedIndexNow(PostIndexNow):
+        def urls(self, obj: Any) -> list[str]:
+            return [f"/featured/{obj.slug}/"]
+
+    try:
+        FeaturedPost.objects.create(title="Own", slug="own", status=Post.PUBLISHED)
+        published("plain")
+    finally:
+        unregister(FeaturedPost)
+    FeaturedPost.objects.create(title="Back", slug="back", status=Post.PUBLISHED)
+    assert sent(engine) == [
+        [f"{BASE}/featured/own/"],
+        [f"{BASE}/posts/plain/"],
+        [f"{BASE}/posts/back/"],
+    ]
+
+
+def test_a_save_through_the_base_class_is_a_change_of_the_child(engine: Any) -> None:
+    restaurant = Restaurant.objects.create(name="Chez Nous", slug="chez-nous")
+    Place.objects.create(name="Just a place", slug="place")  # no child row: nothing
+    place = Place.objects.get(pk=restaurant.pk)
+    place.slug = "chez-vous"
+    place.save()
+    place.name = "Chez Vous"
+    place.save(update_fields=["name"])
+    assert isinstance(get_registration(Restaurant), RestaurantIndexNow)
+    assert get_registration(Place) is None
+    assert sent(engine) == [
+        [f"{BASE}/restaurants/chez-nous/"],
+        [f"{BASE}/restaurants/chez-vous/", f"{BASE}/restaurants/chez-nous/"],
+        [f"{BASE}/restaurants/chez-vous/"],
+    ]
+
+
+def test_a_model_defined_after_start_up_inherits_the_registration(engine: Any) -> None:
+    from django.apps import apps
+    from django.db import connection as conn
+
+    class LatePost(Post):
+        class Meta:
+            app_label = "testapp"
+
+    try:
+        with conn.schema_editor() as editor:
+            editor.create_model(LatePost)
+        LatePost.objects.create(title="Late", slug="late-child", status=Post.PUBLISHED)
+        loaded = LatePost.objects.get(slug="late-child")
+        loaded.slug = "late-child-2"
+        with CaptureQueriesContext(connection) as queries:
+            loaded.save()
+        # Django's own: the parent's UPDATE, then a look for the child row (it has no
+        # column to update); nothing for tracking, which knows the loaded values.
+        assert [q["sql"].split()[0] for q in queries.captured_queries] == [
+            "BEGIN",
+            "UPDATE",
+            "SELECT",
+            "COMMIT",
+        ]
+        assert sent(engine) == [
+            [f"{BASE}/posts/late-child/"],
+            [f"{BASE}/posts/late-child-2/", f"{BASE}/posts/late-child/"],
+        ]
+    finally:
+        with conn.schema_editor() as editor:
+            editor.delete_model(LatePost)
+        del apps.all_models["testapp"]["latepost"]
+        apps.clear_cache()
+
+
+# Public state and URLs always count ---------------------------------------------------------
+
+
+@pytest.fixture
+def sites() -> tuple[Site, Site]:
+    return (
+        Site.objects.create(domain="www.example.com", name="en"),
+        Site.objects.create(domain="fr.example.com", name="fr"),
+    )
+
+
+def article(url: str, *on: Site, **fields: Any) -> Article:
+    obj = Article.objects.create(url=url, **fields)
+    obj.sites.set(on)
+    return obj
+
+
+def test_a_change_of_public_state_counts_whatever_fields_says(
+    engine: Any, quiet: None, sites: tuple[Site, Site]
+) -> None:
+    en, _fr = sites
+    page = article("/about/", en)
+    engine.reset()
+    page.edited_by = "someone"  # not in fields, changes nothing public
+    page.save()
+    assert sent(engine) == []
+    page.hidden = True  # not in fields either, but unpublishes
+    page.save()
+    assert sent(engine) == [[f"{BASE}/en/about/"]]
+    page.hidden = False
+    page.save()
+    assert sent(engine)[1:] == [[f"{BASE}/en/about/"]]
+
+
+def test_a_change_of_publish_time_counts_whatever_fields_says(engine: Any) -> None:
+    class NarrowIndexNow(PostIndexNow):
+        fields = ["title"]
+
+    unregister(Post)
+    register(Post, NarrowIndexNow)
+    try:
+        post = published("timed", published_at=timezone.now() - datetime.timedelta(hours=1))
+        engine.reset()
+        post.published_at = timezone.now() + datetime.timedelta(days=1)
+        post.save()
+    finally:
+        unregister(Post)
+        register(Post, PostIndexNow)
+    assert sent(engine) == [[f"{BASE}/posts/timed/"]]
+
+
+# Many-to-many: before and after -----------------------------------------------------------
+
+
+def test_removing_a_relation_sends_the_url_that_disappeared(
+    engine: Any, quiet: None, sites: tuple[Site, Site]
+) -> None:
+    en, fr = sites
+    page = article("/contact/", en, fr)
+    engine.reset()
+    page.sites.remove(fr)
+    assert sent(engine) == [[f"{BASE}/en/contact/", f"{BASE}/fr/contact/"]]
+    engine.reset()
+    fr.article_set.add(page)  # from the other side
+    assert sent(engine) == [[f"{BASE}/en/contact/", f"{BASE}/fr/contact/"]]
+    engine.reset()
+    fr.article_set.clear()
+    assert sent(engine) == [[f"{BASE}/en/contact/", f"{BASE}/fr/contact/"]]
+    engine.reset()
+    page.sites.clear()
+    assert sent(engine) == [[f"{BASE}/en/contact/"]]
+
+
+def test_a_url_change_with_a_relation_change_sends_only_urls_that_existed(
+    engine: Any, quiet: None, sites: tuple[Site, Site]
+) -> None:
+    """What the admin does: save the object, then its m2m fields, in one transaction."""
+    en, fr = sites
+    page = article("/old/", en, fr)
+    engine.reset()
+    with transaction.atomic():
+        page.url = "/new/"
+        page.save()
+        page.sites.set([en])
+    assert sent(engine) == [[f"{BASE}/en/new/", f"{BASE}/en/old/", f"{BASE}/fr/old/"]]
+
+
+def test_a_rolled_back_change_inside_a_transaction_sends_nothing(
+    engine: Any, quiet: None, sites: tuple[Site, Site]
+) -> None:
+    en, fr = sites
+    page = article("/kept/", en)
+    engine.reset()
+    with transaction.atomic():
+        with transaction.atomic():
+            page.url = "/dropped/"
+            page.save()
+            transaction.set_rollback(True)
+        fresh = Article.objects.get(pk=page.pk)
+        fresh.sites.add(fr)
+    assert sent(engine) == [[f"{BASE}/en/kept/", f"{BASE}/fr/kept/"]]

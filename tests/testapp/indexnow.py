@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexnow_django import ModelIndexNow, register
-from tests.testapp.models import Document, Page, Post
+from tests.testapp.models import Article, Document, Page, Post, Restaurant
 
 
 @register(Post)
@@ -23,3 +23,23 @@ register(Page)
 @register(Document)
 class DocumentIndexNow(ModelIndexNow):
     fields = ["data"]
+
+
+@register(Restaurant)
+class RestaurantIndexNow(ModelIndexNow):
+    """Registered on the child only: saves through ``Place`` are found by their child row."""
+
+    fields = ["slug", "name"]
+
+
+@register(Article)
+class ArticleIndexNow(ModelIndexNow):
+    """One URL per site it is on (as flat pages have); ``hidden`` is not in ``fields``."""
+
+    fields = ["url", "title", "sites"]
+
+    def is_published(self, obj: Any) -> bool:
+        return not obj.hidden
+
+    def urls(self, obj: Any) -> list[str]:
+        return [f"/{site.name}{obj.url}" for site in obj.sites.order_by("name")]

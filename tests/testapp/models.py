@@ -74,3 +74,46 @@ class Document(models.Model):
 
     def get_absolute_url(self) -> str:
         return f"/documents/{self.name}/"
+
+
+class FeaturedPost(Post):
+    """A multi-table child of a registered model: tracked with ``Post``'s registration."""
+
+    badge = models.CharField(max_length=50, blank=True)
+
+
+class PostProxy(Post):
+    """A proxy of a registered model: tracked with ``Post``'s registration."""
+
+    class Meta:
+        proxy = True
+
+
+class Place(models.Model):
+    """Never registered, but its multi-table child ``Restaurant`` is."""
+
+    name = models.CharField(max_length=100)
+    slug = models.SlugField()
+
+    def __str__(self) -> str:
+        return str(self.name)
+
+
+class Restaurant(Place):
+    cuisine = models.CharField(max_length=50, blank=True)
+
+    def get_absolute_url(self) -> str:
+        return f"/restaurants/{self.slug}/"
+
+
+class Article(models.Model):
+    """Like a flat page: one URL on each site it is on."""
+
+    url = models.CharField(max_length=100)
+    title = models.CharField(max_length=200, blank=True)
+    hidden = models.BooleanField(default=False)
+    edited_by = models.CharField(max_length=100, blank=True)
+    sites = models.ManyToManyField("sites.Site", blank=True)
+
+    def __str__(self) -> str:
+        return str(self.url)

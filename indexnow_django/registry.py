@@ -1,0 +1,245 @@
+"""Which models have public pages: ``ModelIndexNow``, ``register()`` and their lookup.
+
+``register(Post)`` (plainly, or as a decorator above a :class:`ModelIndexNow`
+subclass) says how a model's objects map to public URLs. Installed apps'
+``indexnow`` modules are imported by :func:`autodiscover`, the way the admin
+imports ``admin`` modules, so any app may register any model (a contrib or
+third-party one too).
+
+A registration covers the model's subclasses, multi-table and proxy, unless a
+subclass has a registration of its own: :func:`plan_for` finds the nearest
+registered class in a model's ancestry. What happens when a registered object
+is loaded, saved or deleted is :mod:`indexnow_django.tracking`'s concern; it
+listens to :data:`registration_changed` to follow registrations made late.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.core.exceptions import FieldDoesNotExist
+from django.db import models
+from django.dispatch import Signal
+from django.utils import timezone
+from django.utils.module_loading import autodiscover_modules
+
+from .exceptions import RegistrationError
+
+__all__ = [
+    "ModelIndexNow",
+    "Plan",
+    "as_datetime",
+    "autodiscover",
+    "get_registration",
+    "plan_for",
+    "register",
+    "registration_changed",
+    "registry",
+    "unregister",
+]
+
+
+class ModelIndexNow:
+    """How one model's objects map to public URLs. Subclass and ``register`` it.
+
+    An object is *public* when :meth:`is_published` is true and the value of
+    its :attr:`publish_at` field (if any, and if not ``None``) is not in the future.
+    """
+
+    #: Fields whose change makes a save worth submitting (m2m fields included).
+    #: ``None``: every save counts. A change of the object's public state or of
+    #: its URLs counts whatever this lists.
+    fields: Sequence[str] | None = None
+    #: Name of a ``DateTimeField`` (or ``DateField``) holding the publication time.
+    #: ``None``: no publication time.
+    publish_at: str | None = None
+
+    def __init__(self, model: type[models.Model]) -> None:
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__qualname__} for {self.model._meta.label}>"
+
+    def is_published(self, obj: Any) -> bool:
+        """Whether ``obj`` is meant to be public (its ``publish_at`` aside)."""
+        return True
+
+    def urls(self, obj: Any) -> Sequence[str]:
+        """The URLs (absolute, or paths joined to ``BASE_URL``) of ``obj``'s pages."""
+        return [obj.get_absolute_url()]
+
+    def publish_time(self, obj: Any) -> datetime.datetime | None:
+        """The value of the :attr:`publish_at` field as a datetime (aware under ``USE_TZ``)."""
+        if self.publish_at is None:
+            return None
+        value = getattr(obj, self.publish_at)
+        return as_datetime(value) if value is not None else None
+
+    def is_public(self, obj: Any, now: datetime.datetime | None = None) -> bool:
+        """Whether ``obj`` is published and its publication time (if any) has come."""
+        if not self.is_published(obj):
+            return False
+        when = self.publish_time(obj)
+        return when is None or when <= (now or timezone.now())
+
+
+def as_datetime(value: datetime.date | datetime.datetime) -> datetime.datetime:
+    """``value`` as a datetime comparable with ``timezone.now()`` (a date is its midnight)."""
+    if not isinstance(value, datetime.datetime):
+        value = datetime.datetime.combine(value, datetime.time.min)
+    if settings.USE_TZ and timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    elif not settings.USE_TZ and timezone.is_aware(value):
+        value = timezone.make_naive(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A registration as change tracking uses it, worked out (and checked) once."""
+
+    options: ModelIndexNow
+    #: attnames of the concrete fields in ``fields`` (``None``: every save counts).
+    attnames: frozenset[str] | None
+    #: names of the m2m fields in ``fields`` (``None``: every m2m field counts).
+    m2m: frozenset[str] | None
+
+
+#: The registered models and their options (exact registrations, no subclasses).
+registry: dict[type[models.Model], ModelIndexNow] = {}
+_plans: dict[type[models.Model], Plan] = {}
+#: ``plan_for`` answers, subclasses included; emptied by every (un)registration.
+_resolved: dict[type[Any], Plan | None] = {}
+
+#: Sent with ``model`` after a model is registered or unregistered.
+registration_changed = Signal()
+
+_T = TypeVar("_T", bound=type[ModelIndexNow])
+
+
+def register(model: type[models.Model], options: type[ModelIndexNow] | None = None) -> Any:
+    """Register ``model``; usable plainly or as a class decorator.
+
+    ``register(Post)`` uses every default; ``register(Post, PostIndexNow)`` or
+    ``@register(Post)`` above a ``ModelIndexNow`` subclass sets the options.
+    Registering a model twice raises :class:`~indexnow_django.exceptions.RegistrationError`.
+    """
+    if options is not None:
+        _register(model, options)
+        return options
+    _register(model, ModelIndexNow)
+
+    def decorator(cls: _T) -> _T:
+        _register(model, cls, replace=True)
+        return cls
+
+    return decorator
+
+
+def _register(
+    model: type[models.Model], options: type[ModelIndexNow], *, replace: bool = False
+) -> None:
+    if not (isinstance(model, type) and issubclass(model, models.Model)):
+        raise RegistrationError(f"register() takes a model class, not {model!r}.")
+    if model._meta.abstract:
+        raise RegistrationError(
+            f"{model.__name__} is abstract and cannot be registered with IndexNow."
+        )
+    if not (isinstance(options, type) and issubclass(options, ModelIndexNow)):
+        raise RegistrationError(f"{options!r} is not a ModelIndexNow subclass.")
+    if model in registry and not replace:
+        raise RegistrationError(
+            f"{model._meta.label} is already registered with IndexNow "
+            f"(by {type(registry[model]).__module__}.{type(registry[model]).__qualname__})."
+        )
+    plan = _plan(model, options(model))
+    registry[model] = plan.options
+    _plans[model] = plan
+    _resolved.clear()
+    registration_changed.send(sender=register, model=model)
+
+
+def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
+    label = f"{type(options).__qualname__} for {model._meta.label}"
+    names = options.fields
+    attnames: set[str] | None = None
+    m2m: set[str] | None = None
+    if names is not None:
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise RegistrationError(
+                f"{label}: fields must be a list of field names or None, not {names!r}."
+            )
+        attnames, m2m = set(), set()
+        for name in names:
+            try:
+                found = model._meta.get_field(name)
+            except FieldDoesNotExist:
+                raise RegistrationError(
+                    f"{label}: fields names {name!r}, which is not a field of {model._meta.label}."
+                ) from None
+            if isinstance(found, models.ManyToManyField):
+                m2m.add(found.name)
+            elif isinstance(found, models.Field) and found.concrete:
+                attnames.add(found.attname)
+            else:
+                raise RegistrationError(
+                    f"{label}: fields names {name!r}, which is not a field stored with "
+                    f"{model._meta.label} (a reverse or generic relation)."
+                )
+    if options.publish_at is not None:
+        try:
+            when = model._meta.get_field(options.publish_at)
+        except FieldDoesNotExist:
+            when = None
+        if not isinstance(when, models.DateField):  # DateTimeField subclasses DateField
+            raise RegistrationError(
+                f"{label}: publish_at must name a DateTimeField or DateField of "
+                f"{model._meta.label}, not {options.publish_at!r}."
+            )
+    return Plan(
+        options,
+        frozenset(attnames) if attnames is not None else None,
+        frozenset(m2m) if m2m is not None else None,
+    )
+
+
+def unregister(model: type[models.Model]) -> None:
+    """Stop tracking ``model`` (mainly for tests)."""
+    if model not in registry:
+        raise RegistrationError(f"{model._meta.label} is not registered with IndexNow.")
+    del registry[model]
+    del _plans[model]
+    _resolved.clear()
+    registration_changed.send(sender=unregister, model=model)
+
+
+def plan_for(model: type[Any]) -> Plan | None:
+    """The plan that applies to ``model``: its own registration, else its nearest
+    registered ancestor's (multi-table or proxy), else ``None``.
+    """
+    try:
+        return _resolved[model]
+    except KeyError:
+        pass
+    found = None
+    for cls in model.__mro__:
+        found = _plans.get(cls)
+        if found is not None:
+            break
+    _resolved[model] = found
+    return found
+
+
+def get_registration(model: type[models.Model]) -> ModelIndexNow | None:
+    """The options that apply to ``model`` (its own, or an ancestor's), or ``None``."""
+    plan = plan_for(model)
+    return plan.options if plan is not None else None
+
+
+def autodiscover() -> None:
+    """Import every installed app's ``indexnow`` module, as the admin does with ``admin``."""
+    autodiscover_modules("indexnow")
