@@ -8,9 +8,10 @@ django-redis or redis-py release changes the internal it reads:
 * :func:`run_after_response`: ``HttpResponseBase._resource_closers``, the
   callbacks Django runs when the server closes a response (after the last
   byte went out), where a synchronous send waits;
-* :func:`redis_cache_client`: the redis-py client behind Django's
-  ``RedisCache`` (``cache._cache.get_client``) and django-redis's
-  ``DefaultClient``, for the debounce store's atomic claims;
+* :func:`redis_cache_client`: how Django's ``RedisCache`` (``cache._cache``:
+  its servers, pool class and options) and django-redis's ``DefaultClient``
+  (its connection factory) build their redis-py clients, to build one with
+  short timeouts for the debounce store's atomic claims;
 * :class:`PendingCallback`: ``BaseDatabaseWrapper.run_on_commit``, the
   callbacks registered with ``transaction.on_commit`` that still wait for
   the commit (a rolled-back savepoint removes its own), as
@@ -21,6 +22,7 @@ django-redis or redis-py release changes the internal it reads:
 from __future__ import annotations
 
 import importlib
+import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -56,29 +58,79 @@ def run_after_response(response: HttpResponseBase, callback: Callable[[], None])
     return True
 
 
+#: Seconds a call through :func:`redis_cache_client` waits for Redis at most.
+CACHE_REDIS_TIMEOUT = 2.0
+
+_bounded_clients: dict[tuple[Any, ...], Any] = {}
+_bounded_lock = threading.Lock()
+
+
 def redis_cache_client(cache: BaseCache) -> tuple[Any, Callable[[str], str]] | None:
-    """The redis-py client that writes for ``cache`` and its key function; ``None`` if none.
+    """A redis-py client that writes for ``cache``, and its key function; ``None`` if none.
 
     For Django's ``RedisCache`` and django-redis's ``RedisCache`` with its
     default (or Sentinel) client: both store small integers as plain numbers,
     so a value written by the client reads back through the cache API. Any
     other backend (django-redis's herd and shard clients included) gives
     ``None``.
+
+    The client talks to the cache's (first) server with the cache's options,
+    through a pool of its own whose connect and read timeouts are at most
+    :data:`CACHE_REDIS_TIMEOUT`: the cache's own client may wait 5 seconds per
+    call (redis-py's default) or for ever (a cache that sets no timeout), too
+    long for a send made on the request path. One such client per server and
+    options, shared by every thread.
     """
     from django.core.cache.backends.redis import RedisCache
 
     if isinstance(cache, RedisCache):
+        backend: Any = cache._cache
+        server = backend._servers[0]
+        options = _bounded_options(backend._pool_options)
+        # The options hold classes and numbers: their repr tells configurations apart.
+        settings = repr(sorted(options.items()))
+        key: tuple[Any, ...] = ("django", backend._pool_class, server, settings)
+
+        def make_django() -> Any:
+            pool = backend._pool_class.from_url(server, **options)
+            return backend._client(connection_pool=pool)
+
         # ``make_key`` without validation: callers use short hex digests.
-        return cache._cache.get_client(write=True), cache.make_key
+        return _bounded_client(key, make_django), cache.make_key
     if type(cache).__module__.split(".")[0] != "django_redis":
         return None
     clients = importlib.import_module("django_redis.client")
     client = getattr(cache, "client", None)
-    if isinstance(client, clients.DefaultClient) and not isinstance(
+    if not isinstance(client, clients.DefaultClient) or isinstance(
         client, (clients.HerdClient, clients.ShardClient)
     ):
-        return client.get_client(write=True), lambda key: str(client.make_key(key))
-    return None
+        return None
+    factory = client.connection_factory
+    params = _bounded_options(factory.make_connection_params(client._server[0]))
+    redis_key: tuple[Any, ...] = ("django_redis", type(factory), repr(sorted(params.items())))
+
+    def make_django_redis() -> Any:
+        pool = factory.get_connection_pool(params)
+        return factory.redis_client_cls(connection_pool=pool, **factory.redis_client_cls_kwargs)
+
+    return _bounded_client(redis_key, make_django_redis), lambda key: str(client.make_key(key))
+
+
+def _bounded_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with connect and read timeouts of at most :data:`CACHE_REDIS_TIMEOUT`."""
+    bounded = dict(options)
+    for option in ("socket_timeout", "socket_connect_timeout"):
+        value = bounded.get(option)
+        bounded[option] = CACHE_REDIS_TIMEOUT if not value else min(value, CACHE_REDIS_TIMEOUT)
+    return bounded
+
+
+def _bounded_client(key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    with _bounded_lock:
+        client = _bounded_clients.get(key)
+        if client is None:
+            client = _bounded_clients[key] = make()
+        return client
 
 
 class PendingCallback:

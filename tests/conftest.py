@@ -58,6 +58,14 @@ def redis_url() -> str:
 
 
 @pytest.fixture
+def private_redis() -> Iterator[services.RedisServer]:
+    """A redis-server of this test's own, to stop, freeze and restart; gone after the test."""
+    server = services.RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def redis_conn(redis_url: str) -> Iterator[redis.Redis]:
     """A connection to the queue database, flushed before and after the test."""
     conn = redis.Redis.from_url(f"{redis_url}/0")

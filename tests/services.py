@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -37,54 +38,88 @@ def _die_with_parent() -> None:
     """In the child: ask Linux to stop the server when the test process dies, however it dies."""
     try:
         import ctypes
-        import signal
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
 
+class RedisServer:
+    """A redis-server of the test's own, on a free port: stopped, frozen and restarted for real."""
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError(
+                "The test suite needs Redis: install redis-server (apt-get install redis-server) "
+                "or set REDIS_URL to a Redis it may flush."
+            )
+        self.binary = binary
+        self.port = free_port()
+        self.workdir = tempfile.mkdtemp(prefix="indexnow-redis-")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """``redis://127.0.0.1:<port>`` (no database part)."""
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> RedisServer:
+        """Start (or start again, on the same port), and return once it answers."""
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.workdir,
+                "--loglevel",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(self.url, socket_timeout=1).ping()
+                return self
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop it for real (the port refuses connections until :meth:`start`)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.thaw()
+            self.proc.terminate()
+            self.proc.wait(5)
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections are accepted by the kernel and never answered."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
+
 def _start_redis() -> str:
     global _redis_proc
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError(
-            "The test suite needs Redis: install redis-server (apt-get install redis-server) "
-            "or set REDIS_URL to a Redis it may flush."
-        )
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="indexnow-redis-")
-    _redis_proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-            "--loglevel",
-            "warning",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,  # the suite is single-threaded at this point
-    )
+    server = RedisServer().start()
+    _redis_proc = server.proc
     atexit.register(_stop_redis)
-    url = f"redis://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            redis.Redis.from_url(url).ping()
-            return url
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    return server.url
 
 
 def _stop_redis() -> None:

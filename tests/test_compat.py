@@ -6,6 +6,7 @@ the fix then belongs in ``indexnow_django/compat.py`` alone.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import django
@@ -144,3 +145,25 @@ def test_a_whole_rollback_drops_every_callback():
         handle = compat.PendingCallback(connection, lambda: None)
         raise RuntimeError("roll back")
     assert not handle.pending(), changed("a rolled back transaction keeps its callbacks")
+
+
+# Bounded waits ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["django", "django_redis"])
+def test_the_cache_client_gives_up_on_a_frozen_redis_within_the_bound(private_redis, backend):
+    caches_setting = redis_caches(private_redis.url)
+    with override_settings(CACHES=caches_setting):
+        client, make_key = compat.redis_cache_client(caches[backend])
+        client.set(make_key("probe"), 1)  # a pooled connection, made before the freeze
+        private_redis.freeze()
+        try:
+            started = time.monotonic()
+            with pytest.raises(redis.TimeoutError):
+                client.get(make_key("probe"))
+            elapsed = time.monotonic() - started
+        finally:
+            private_redis.thaw()
+    assert elapsed < compat.CACHE_REDIS_TIMEOUT + 0.5, changed(
+        f"{backend}: a client built with the cache's options no longer takes our timeouts"
+    )

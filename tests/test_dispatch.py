@@ -4,7 +4,9 @@ the Redis-down fallback, a synchronous (``ASYNC: False``) queue, and the cache c
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Callable, Iterator
 from datetime import timezone
 from typing import Any
 
@@ -368,3 +370,85 @@ def test_flushes_share_one_redis_client(indexnow_settings, redis_conn):
     stats_after = redis_conn.info("stats")["total_connections_received"]
     assert len(queue_job_ids(redis_conn)) == 5
     assert stats_after - stats_before <= 1
+
+
+# A frozen Redis ------------------------------------------------------------------
+
+
+@pytest.fixture
+def wsgi_server() -> Iterator[Callable[[], str]]:
+    """Start Django's own threaded development server on 127.0.0.1 (with the settings of
+    that moment); returns its URL."""
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+
+    servers: list[tuple[ThreadedWSGIServer, threading.Thread]] = []
+
+    def start() -> str:
+        server = ThreadedWSGIServer(("127.0.0.1", 0), WSGIRequestHandler)
+        server.set_app(WSGIHandler())
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server, thread in servers:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_frozen_redis_holds_no_request_beyond_the_bound(
+    wsgi_server, client, private_redis, indexnow_settings, engine, settings
+):
+    """The queue and the debounce cache on one Redis, frozen with SIGSTOP: a request that
+    saves a post answers once the enqueue gave up, and the send after the response (the
+    fallback, whose debounce calls go to the frozen Redis too) ends within the bound."""
+    import requests
+
+    from indexnow_django.queue import REDIS_TIMEOUT
+    from tests.testapp.models import Post
+
+    settings.ROOT_URLCONF = "tests.testapp.urls"
+    # As on most sites: it sets Content-Length, so a client has the whole answer at once.
+    settings.MIDDLEWARE = ["django.middleware.common.CommonMiddleware", *settings.MIDDLEWARE]
+    settings.RQ_QUEUES = {"default": {"URL": f"{private_redis.url}/0"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "frozen": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"{private_redis.url}/1",
+        },
+    }
+    indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "frozen", "TTL": 600})
+    post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
+    path = f"/posts/{post.pk}/save/"
+    server = wsgi_server()
+    assert requests.get(server + path, timeout=10).status_code == 200
+    assert client.get(path).status_code == 200  # connections made: then frozen
+    engine.reset()
+
+    private_redis.freeze()
+    try:
+        # A real server: the answer goes out before the send after the response.
+        started = time.monotonic()
+        response = requests.get(server + path, timeout=30)
+        answered = time.monotonic() - started
+        assert [p.urls for p in engine.wait_for_posts(1, timeout=30)] == [[HELLO]]
+        # Django's test client closes the response (and so runs that send) before returning.
+        started = time.monotonic()
+        test_client_response = client.get(path)
+        everything = time.monotonic() - started
+    finally:
+        private_redis.thaw()
+
+    assert response.status_code == test_client_response.status_code == 200
+    assert answered < REDIS_TIMEOUT + 1.0
+    assert [p.urls for p in engine.posts] == [[HELLO], [HELLO]]
+    # The enqueue, the debounce claim and its record each give up after the timeout.
+    assert everything < 3 * REDIS_TIMEOUT + 1.5
+
+
+HELLO = "https://www.example.com/posts/hello/"

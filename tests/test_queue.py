@@ -86,3 +86,36 @@ def wait_for_failed_job(conn, timeout: float = 20.0) -> str:
     [job_id] = failed_ids(conn)
     wait_for_status(conn, [job_id], ["failed"])
     return job_id
+
+
+@pytest.mark.worker
+def test_the_documented_requeue_runs_this_apps_failed_jobs_only(
+    engine, indexnow_settings, redis_conn, start_worker
+):
+    import django_rq
+
+    from tests.testapp.jobs import save_pages_then_fail
+
+    overrides = {"DISPATCH": "queue"}
+    indexnow_settings(**overrides)
+    start_worker(overrides, with_scheduler=False)
+    engine.queue_replies(Reply(403))
+    dispatch(["/a/"])
+    ours = wait_for_failed_job(redis_conn)
+    theirs = django_rq.get_queue("default").enqueue(save_pages_then_fail, [])
+    wait_for_status(redis_conn, [theirs.id], ["failed"])
+
+    exec(documented_requeue_snippet(), {})
+
+    wait_for_status(redis_conn, [ours], ["finished"])
+    assert [post.reply.status for post in engine.wait_for_posts(2)] == [403, 200]
+    assert failed_ids(redis_conn) == [theirs.id]
+
+
+def documented_requeue_snippet() -> str:
+    """The Python block of the "Failed jobs" section of docs/delivery.md."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "delivery.md").read_text()
+    section = page.split("## Failed jobs", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
