@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from rq.queue import Queue
 
 __all__ = [
-    "DEFAULT_FAILURE_TTL",
     "DELIVERY_FUNC",
     "META_ATTEMPT",
     "META_BATCH_ID",
@@ -69,10 +68,6 @@ DELIVERY_FUNC = "indexnow_django.jobs.deliver"
 #: connection settings say otherwise. Without it a Redis host that drops
 #: packets (or a frozen server) would hold the request for ever.
 REDIS_TIMEOUT = 2.0
-
-#: Seconds rq keeps a failed job when ``QUEUE["FAILURE_TTL"]`` is not set
-#: (rq's own default is a year).
-DEFAULT_FAILURE_TTL = 7 * 24 * 3600
 
 _clients: dict[tuple[str, str, float], Redis] = {}
 
@@ -126,8 +121,8 @@ def job_timeout(conf: IndexNowSettings) -> int:
 
 
 def failure_ttl(conf: IndexNowSettings) -> int:
-    """Seconds rq keeps a failed job of ours in its failed job registry."""
-    return int(getattr(conf, "queue_failure_ttl", DEFAULT_FAILURE_TTL))
+    """Seconds rq keeps a failed job of ours in its failed job registry (rq's default: a year)."""
+    return int(conf.queue_failure_ttl)
 
 
 def due_at(timestamp: float) -> datetime:

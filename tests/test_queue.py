@@ -11,7 +11,6 @@ from django.test import override_settings
 from rq.registry import ScheduledJobRegistry
 
 from indexnow_django import queue as rq_plumbing
-from indexnow_django.conf import get_settings
 from indexnow_django.dispatch import dispatch
 from indexnow_django.scheduling import Publication, schedule_now
 from indexnow_django.testing import Reply
@@ -32,16 +31,14 @@ def test_a_shorter_timeout_gives_up_sooner_and_clients_are_shared(silent_redis):
 
 
 def test_every_job_gets_the_timeout_rounded_up_and_the_failure_ttl(indexnow_settings, redis_conn):
-    indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 1.5})
-    conf = get_settings()
+    indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 1.5, "FAILURE_TTL": 3600})
     dispatch(["/a/"])
     delivery = only_queued_job(redis_conn)
     publication = schedule_now(Publication("testapp.post", 1, int(time.time()) + 3600))
     assert publication is not None
     publication = fetch(redis_conn, publication.id)
     assert delivery.timeout == publication.timeout == 2
-    assert delivery.failure_ttl == publication.failure_ttl == rq_plumbing.failure_ttl(conf)
-    assert rq_plumbing.failure_ttl(conf) == 7 * 24 * 3600
+    assert delivery.failure_ttl == publication.failure_ttl == 3600
 
 
 def test_a_due_time_is_never_early():
