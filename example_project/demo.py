@@ -516,6 +516,20 @@ class Tour:
             f"Tour complete: {self.step_no} steps, {self.seen} POSTs received by the engine "
             f"in {elapsed:.1f} s."
         )
+        self.show_history()
+
+    def show_history(self) -> None:
+        """What the admin's history holds now: a record of each POST the worker made."""
+        from django.db.models import Count
+
+        from indexnow_django.models import Delivery
+
+        outcomes = dict(
+            Delivery.objects.values_list("outcome").annotate(n=Count("pk")).order_by("outcome")
+        )
+        shown = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items())) or "none"
+        say(f"History: {sum(outcomes.values())} POSTs recorded ({shown}).")
+        say(f'See {self.s.site}/admin/indexnow/delivery/ (search, chart, "Send again").')
 
     def show_scheduled_jobs(self) -> None:
         import django_rq
@@ -681,6 +695,7 @@ def _start_services(stack: contextlib.ExitStack, args: argparse.Namespace) -> It
     say(f"engine    {engine.url}  (a stand-in on 127.0.0.1: it prints what it receives)", 2)
     say(f"site      {site}/  (runserver --noreload, pid {web.pid})", 2)
     say(f"admin     {site}/admin/  (user {USER}, password {PASSWORD})", 2)
+    say(f"history   {site}/admin/indexnow/delivery/  (every POST: its URLs and the answer)", 2)
     say(f"worker    manage.py rqworker {queue} --with-scheduler  (pid {worker.pid})", 2)
     if redis_child is not None:
         say(f"redis     pid {redis_child.pid}", 2)

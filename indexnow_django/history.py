@@ -20,18 +20,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.db import router, transaction
-from django.db.models import Max, Q
+from django.db.models import Max, Q, Sum
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from .client import Outcome, PostResult
 from .conf import IndexNowSettings
 
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
+    from .models import Delivery
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["PURGE_INTERVAL", "has_url", "last_accepted", "purge", "record"]
+__all__ = ["PURGE_INTERVAL", "has_url", "last_accepted", "purge", "record", "urls_per_day"]
 
 #: Seconds between two retention passes of one process.
 PURGE_INTERVAL = 3600.0
@@ -96,11 +103,13 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings) -> None:
 
 
 def _current_job() -> tuple[str, str, int]:
-    """``(job id, queue name, attempt)`` of the rq job running in this process, if any."""
+    """``(job id, queue name, attempt)`` of the delivery job running in this process, if any."""
     from rq import get_current_job
 
+    from .queue import is_delivery
+
     job = get_current_job()
-    if job is None:
+    if job is None or not is_delivery(job):
         return "", "", 1
     attempt = job.kwargs.get("attempt", 1) if isinstance(job.kwargs, dict) else 1
     return str(job.id), str(job.origin or ""), attempt if isinstance(attempt, int) else 1
@@ -162,3 +171,26 @@ def last_accepted(urls: Iterable[str]) -> dict[str, datetime]:
     )
     found = {row["engine"]: row["last"] for row in rows}
     return dict(sorted(found.items(), key=lambda item: item[1], reverse=True))
+
+
+def urls_per_day(queryset: QuerySet[Delivery], days: int) -> list[tuple[date, dict[str, int]]]:
+    """URLs per local day and outcome over the last ``days`` days and today, oldest first.
+
+    One aggregate query; every day of the window is present, with zeros.
+    """
+    tz = timezone.get_current_timezone()
+    today = timezone.localdate()
+    first = today - timedelta(days=days)
+    start = timezone.make_aware(datetime.combine(first, datetime.min.time()), tz)
+    rows = (
+        queryset.order_by()
+        .filter(sent_at__gte=start)
+        .annotate(day=TruncDate("sent_at", tzinfo=tz))
+        .values("day", "outcome")
+        .annotate(count=Sum("url_count"))
+    )
+    totals: dict[date, dict[str, int]] = {first + timedelta(days=n): {} for n in range(days + 1)}
+    for row in rows:
+        if row["day"] in totals:
+            totals[row["day"]][row["outcome"]] = int(row["count"] or 0)
+    return list(totals.items())

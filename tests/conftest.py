@@ -53,6 +53,41 @@ def indexnow_settings(settings: Any) -> Any:
 
 
 @pytest.fixture
+def history_on(indexnow_settings: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """POSTs recorded in the database (off elsewhere in the suite), and this process
+    has not purged old records yet. Returns the overrides, for a worker too."""
+    from indexnow_django import history
+
+    monkeypatch.setattr(history, "_last_purge", None)
+    monkeypatch.setattr(history, "_retries", {})
+    overrides = {"HISTORY": {"ENABLED": True, "RETENTION_DAYS": 14}}
+    indexnow_settings(**overrides)
+    return overrides
+
+
+def make_delivery(age_days: float = 0, **fields: Any) -> Any:
+    """A ``Delivery`` record written by hand, ``age_days`` old."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from indexnow_django.models import Delivery
+
+    values = {
+        "sent_at": timezone.now() - timedelta(days=age_days),
+        "batch_id": "handmade",
+        "engine": "indexnow",
+        "host": "www.example.com",
+        "outcome": "accepted",
+        "status": 200,
+        "urls": "https://www.example.com/old/",
+        **fields,
+    }
+    values.setdefault("url_count", len(values["urls"].split("\n")))
+    return Delivery.objects.create(**values)
+
+
+@pytest.fixture
 def redis_url() -> str:
     return services.ensure_redis()
 

@@ -125,6 +125,9 @@ def test_the_tour_shows_each_submission_and_stops_everything():
     assert "SubmissionRejected" in tour[rejected]
 
     assert "Tour complete: 8 steps, 8 POSTs received by the engine" in output
+    # Every POST is in the admin's history, which stays visible with --serve.
+    assert "History: 8 POSTs recorded (6 accepted, 1 rejected, 1 retry)." in output
+    assert f"See {url}/admin/indexnow/delivery/" in output
     assert output.rstrip().endswith("Stopped."), output
     assert_stopped(started_pids(output))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
@@ -16,16 +15,9 @@ from indexnow_django.conf import Problem, validate
 from indexnow_django.models import Delivery
 from indexnow_django.submitter import deliver_now
 from indexnow_django.testing import Reply
+from tests.conftest import make_delivery
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def history_on(indexnow_settings, monkeypatch):
-    """History recorded, and this process has not purged yet."""
-    monkeypatch.setattr(history, "_last_purge", None)
-    monkeypatch.setattr(history, "_retries", {})
-    indexnow_settings(HISTORY={"ENABLED": True, "RETENTION_DAYS": 14})
 
 
 def test_each_post_is_recorded_with_what_the_engine_answered(engine, history_on):
@@ -106,26 +98,12 @@ def test_retries_in_one_process_count_attempts(engine, history_on):
     ]
 
 
-def _old(days: float, **fields) -> Delivery:
-    values = {
-        "sent_at": timezone.now() - timedelta(days=days),
-        "batch_id": "old",
-        "engine": "indexnow",
-        "host": "www.example.com",
-        "url_count": 1,
-        "outcome": "accepted",
-        "urls": "https://www.example.com/old/",
-        **fields,
-    }
-    return Delivery.objects.create(**values)
-
-
 def test_records_older_than_the_retention_go_when_new_ones_are_written(
     engine, history_on, indexnow_settings
 ):
     indexnow_settings(HISTORY={"RETENTION_DAYS": 3})
-    gone = _old(3.1)
-    kept = _old(2.9)
+    gone = make_delivery(3.1)
+    kept = make_delivery(2.9)
     deliver_now(["/a/"])
     assert not Delivery.objects.filter(pk=gone.pk).exists()
     assert Delivery.objects.filter(pk=kept.pk).exists()
@@ -134,7 +112,7 @@ def test_records_older_than_the_retention_go_when_new_ones_are_written(
 
 def test_retention_runs_at_most_once_an_hour_per_process(engine, history_on, monkeypatch):
     deliver_now(["/a/"])  # the first record of the process purges
-    late = _old(20)
+    late = make_delivery(20)
     with CaptureQueriesContext(connection) as queries:
         deliver_now(["/b/"])
     assert not [q for q in queries if q["sql"].lstrip().upper().startswith("DELETE")]
@@ -146,10 +124,10 @@ def test_retention_runs_at_most_once_an_hour_per_process(engine, history_on, mon
 
 
 def test_last_accepted_matches_whole_urls_only(history_on):
-    _old(1, engine="bing", urls="https://www.example.com/a/\nhttps://www.example.com/ab/")
-    _old(2, engine="yandex", urls="https://www.example.com/a/")
-    _old(0.5, engine="naver", urls="https://www.example.com/a/", outcome="rejected")
-    _old(0.1, engine="seznam", urls="https://www.example.com/abc/")
+    make_delivery(1, engine="bing", urls="https://www.example.com/a/\nhttps://www.example.com/ab/")
+    make_delivery(2, engine="yandex", urls="https://www.example.com/a/")
+    make_delivery(0.5, engine="naver", urls="https://www.example.com/a/", outcome="rejected")
+    make_delivery(0.1, engine="seznam", urls="https://www.example.com/abc/")
     found = history.last_accepted(["https://www.example.com/a/"])
     assert list(found) == ["bing", "yandex"]
     assert history.last_accepted(["https://www.example.com/ab/"]).keys() == {"bing"}

@@ -1,8 +1,10 @@
+from django.contrib import admin
 from django.urls import include, path
 
 from tests.testapp import views
 
 urlpatterns = [
+    path("admin/", admin.site.urls),
     path("", include("indexnow_django.urls")),
     path("posts/<int:pk>/save/", views.save_post, name="save-post"),
 ]

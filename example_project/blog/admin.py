@@ -4,6 +4,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from indexnow_django.admin import IndexNowAdminMixin
+
 from .models import Category, Page, Post
 
 
@@ -13,8 +15,10 @@ class CategoryAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
 
 
+# The mixin shows on each post's page when the engines last accepted its URLs,
+# and a "Submit now" button.
 @admin.register(Post)
-class PostAdmin(admin.ModelAdmin):
+class PostAdmin(IndexNowAdminMixin, admin.ModelAdmin):
     list_display = ["title", "category", "status", "published_at", "updated_at"]
     list_filter = ["status", "category"]
     search_fields = ["title", "body"]

@@ -1,0 +1,630 @@
+"""IndexNow in the Django admin: the history of POSTs, "Send again", "Submit URLs", and
+:class:`IndexNowAdminMixin` for the admin of a registered model.
+
+Everything here is for staff with the app's permissions: seeing deliveries
+needs ``indexnow.view_delivery``, the "Send again" action
+``indexnow.send_again``, the "Submit URLs" page and the "Submit now" button
+``indexnow.submit_urls``. Sending goes through the normal pipeline
+(:func:`indexnow_django.dispatch.dispatch`, ignoring the debounce store), so
+the settings decide whether a job is queued or the URLs are sent after the
+response.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.template.loader import select_template
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from .conf import IndexNowSettings, get_settings
+from .models import Delivery
+
+if TYPE_CHECKING:
+    from django.db.models import Model
+
+    _ModelAdmin = admin.ModelAdmin[Delivery]
+else:  # ModelAdmin is generic only to type checkers
+    _ModelAdmin = admin.ModelAdmin
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DeliveryAdmin",
+    "IndexNowAdminMixin",
+    "SubmitURLsForm",
+    "chart",
+    "read_entries",
+    "send_urls",
+]
+
+#: Bar colours of the chart, bottom to top.
+OUTCOME_COLOURS = {
+    "accepted": "#3b8a3e",
+    "dry_run": "#8c8c8c",
+    "retry": "#d89c1a",
+    "rejected": "#c0392b",
+}
+
+#: Seconds the detail page waits for Redis when it looks a job up.
+JOB_LOOKUP_TIMEOUT = 1.0
+
+
+def send_urls(
+    urls: Iterable[str],
+    *,
+    conf: IndexNowSettings,
+    response: HttpResponseBase | None = None,
+    force: bool = True,
+) -> int:
+    """Hand ``urls`` to delivery (``force``: ignoring the debounce store); return how many.
+
+    One flush per ``BATCH["MAX_URLS"]`` URLs, so a large selection makes
+    several jobs rather than one huge one. With ``response``, a synchronous
+    send runs after it has gone out.
+    """
+    from .dispatch import dispatch
+    from .submitter import chunked
+
+    seen: dict[str, None] = dict.fromkeys(url for url in urls if url)
+    for chunk in chunked(seen, conf.max_urls):
+        dispatch(chunk, force=force, response=response)
+    return len(seen)
+
+
+def read_entries(text: str, conf: IndexNowSettings) -> tuple[list[str], list[tuple[int, str, str]]]:
+    """The URLs of pasted ``text`` (one a line) by the rules of ``indexnow_submit``.
+
+    Returns the valid URLs (normalized, first occurrence kept) and, for each
+    invalid line, ``(line number, line, reason)``. Blank lines and lines
+    starting with ``#`` are skipped, as the command skips them in a file.
+    """
+    from .management.commands.indexnow_submit import Command as SubmitCommand
+    from .normalize import InvalidURL, foreign_host_reason, host_of, normalize_entry
+
+    valid: dict[str, None] = {}
+    invalid: list[tuple[int, str, str]] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        entry = SubmitCommand._line(line.encode("utf-8", "surrogatepass"), "line {}", number)
+        if entry is None:
+            continue
+        if entry.problem is not None:
+            invalid.append((number, line.strip(), entry.problem))
+            continue
+        try:
+            url = normalize_entry(entry.raw, conf.base_url)
+        except InvalidURL as exc:
+            invalid.append((number, entry.raw, str(exc)))
+            continue
+        host = host_of(url)
+        if host not in conf.hosts:
+            reason = foreign_host_reason(host, conf.hosts, conf.base_url)
+            invalid.append((number, entry.raw, reason))
+            continue
+        valid[url] = None
+    return list(valid), invalid
+
+
+def _how_sent(conf: IndexNowSettings) -> str:
+    if conf.resolved_dispatch == "queue":
+        return str(_("queued for delivery"))
+    return str(_("sent from the web process"))
+
+
+# --------------------------------------------------------------------------- the chart
+
+
+def chart(series: Sequence[tuple[date, dict[str, int]]]) -> dict[str, Any]:
+    """The geometry of a stacked bar chart of URLs per day and outcome (an SVG in the page)."""
+    width, height, left, bottom, top = 760, 180, 48, 22, 8
+    plot_w, plot_h = width - left - 4, height - bottom - top
+    labels = {value: str(label) for value, label in Delivery.Outcome.choices}
+    peak = max((sum(counts.values()) for _, counts in series), default=0)
+    scale = plot_h / peak if peak else 0.0
+    slot = plot_w / max(len(series), 1)
+    label_every = -(-len(series) // 8) or 1
+    bars = []
+    for index, (day, counts) in enumerate(series):
+        x = left + index * slot
+        y = float(top + plot_h)
+        parts = []
+        for outcome, colour in OUTCOME_COLOURS.items():
+            count = counts.get(outcome, 0)
+            if not count:
+                continue
+            h = count * scale
+            y -= h
+            parts.append(
+                {
+                    "x": round(x + slot * 0.1, 1),
+                    "y": round(y, 1),
+                    "width": round(slot * 0.8, 1),
+                    "height": round(max(h, 0.5), 1),
+                    "colour": colour,
+                    "title": f"{day.isoformat()}: {count} {labels[outcome]}",
+                }
+            )
+        summary = [f"{counts[o]} {labels[o]}" for o in OUTCOME_COLOURS if counts.get(o)]
+        bars.append(
+            {
+                "day": day,
+                "total": sum(counts.values()),
+                "parts": parts,
+                "label": day.strftime("%b %d") if index % label_every == 0 else "",
+                "label_x": round(x + slot / 2, 1),
+                "summary": ", ".join(summary) or "0",
+            }
+        )
+    return {
+        "width": width,
+        "height": height,
+        "plot_left": left,
+        "plot_right": width - 4,
+        "plot_top": top,
+        "plot_bottom": top + plot_h,
+        "label_y": height - 6,
+        "peak": peak,
+        "bars": bars,
+        "legend": [
+            {
+                "label": labels[outcome],
+                "colour": colour,
+                "total": sum(counts.get(outcome, 0) for _, counts in series),
+            }
+            for outcome, colour in OUTCOME_COLOURS.items()
+        ],
+        "days": len(series),
+    }
+
+
+# --------------------------------------------------------------------------- rq look-ups
+
+
+def _job_admin_url(queue: str, job_id: str) -> str | None:
+    """django-rq's admin page of a job, when django-rq's views are installed."""
+    from django.conf import settings
+
+    names = list(getattr(settings, "RQ_QUEUES", {}) or {})
+    try:
+        from django_rq.settings import get_queues_map
+
+        index = get_queues_map().get(queue)
+    except ImportError:  # django-rq before 4.2 numbered queues in settings order
+        index = names.index(queue) if queue in names else None
+    if index is None:
+        return None
+    for name in ("admin:django_rq_job_detail", "django_rq:job_detail", "rq_job_detail"):
+        try:
+            return reverse(name, args=[index, job_id])
+        except NoReverseMatch:
+            continue
+    return None
+
+
+def _job_status(queue: str, job_id: str) -> str:
+    """rq's status of a job (``failed``, ``finished``...), or why it is not known."""
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job
+
+    from .queue import connection
+
+    try:
+        job = Job.fetch(job_id, connection=connection(queue, timeout=JOB_LOOKUP_TIMEOUT))
+        status = job.get_status()
+    except NoSuchJobError:
+        return "gone"
+    except Exception as exc:
+        logger.info("IndexNow admin cannot look up job=%s queue=%s: %s", job_id, queue, exc)
+        return "unknown"
+    return str(getattr(status, "value", status) or "gone")
+
+
+# --------------------------------------------------------------------------- the history
+
+
+class SubmitURLsForm(forms.Form):
+    urls = forms.CharField(
+        label=_("URLs"),
+        widget=forms.Textarea(attrs={"rows": 14, "cols": 100, "spellcheck": "false"}),
+        help_text=_(
+            "One a line: an absolute URL, or a path starting with / (joined to BASE_URL). "
+            "Blank lines and lines starting with # are skipped."
+        ),
+    )
+    force = forms.BooleanField(
+        label=_("Ignore the debounce store"),
+        required=False,
+        initial=True,
+        help_text=_("Send URLs even when an engine accepted them within DEBOUNCE['TTL']."),
+    )
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(_ModelAdmin):
+    list_display = [
+        "sent_at",
+        "outcome_badge",
+        "engine",
+        "host",
+        "url_count",
+        "status",
+        "attempt",
+        "batch_id",
+        "duration",
+    ]
+    list_display_links = ["sent_at"]
+    list_filter = ["outcome", "engine", "host", "sent_at"]
+    #: A batch id matches exactly; a URL or any part of one matches anywhere in a
+    #: record's URLs (a scan of the URL text of the retention window).
+    search_fields = ["=batch_id", "urls"]
+    search_help_text = _("A URL or part of one, or a batch id.")
+    ordering = ["-sent_at", "-pk"]
+    actions = ["send_again"]
+    list_per_page = 50
+    show_full_result_count = False
+    change_list_template = "admin/indexnow/delivery/change_list.html"
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "sent_at",
+                    "outcome",
+                    "engine",
+                    "host",
+                    "status",
+                    "answer",
+                    "duration",
+                    "batch_id",
+                    "attempt",
+                    "job",
+                    "url_count",
+                    "url_list_html",
+                ]
+            },
+        ),
+    ]
+
+    # -- permissions: a read-only record, sent again or deleted by those allowed to
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Delivery | None = None) -> bool:
+        return False
+
+    def has_send_again_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("indexnow.send_again")
+
+    def has_submit_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("indexnow.submit_urls")
+
+    # -- list
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Delivery]:
+        # The list never loads URL texts (up to 10,000 URLs a row); the detail
+        # page loads them when it shows them.
+        queryset: QuerySet[Delivery] = super().get_queryset(request).defer("urls")
+        return queryset
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Delivery | None = None) -> list[str]:
+        return [*(f.name for f in Delivery._meta.fields), "job", "url_list_html"]
+
+    @admin.display(description=_("outcome"), ordering="outcome")
+    def outcome_badge(self, obj: Delivery) -> str:
+        colour = OUTCOME_COLOURS.get(obj.outcome, "#666")
+        return format_html(
+            '<span style="color:{};font-weight:bold">{}</span>', colour, obj.get_outcome_display()
+        )
+
+    @admin.display(description=_("URLs"))
+    def url_list_html(self, obj: Delivery) -> str:
+        return format_html(
+            '<ol class="indexnow-urls" style="max-height:30em;overflow:auto;margin:0;'
+            'padding-left:3.5em">{}</ol>',
+            format_html_join("", "<li>{}</li>", ((url,) for url in obj.url_list)),
+        )
+
+    @admin.display(description=_("rq job"))
+    def job(self, obj: Delivery) -> str:
+        if not obj.job_id:
+            return str(_("none: sent from the process that flushed (synchronous or fallback)"))
+        status = _job_status(obj.queue, obj.job_id)
+        url = _job_admin_url(obj.queue, obj.job_id)
+        if status == "failed" and url:
+            return format_html(
+                '<a href="{}">{}</a> ({})',
+                url,
+                obj.job_id,
+                _("failed: see it in django-rq's failed job registry, where it can be requeued"),
+            )
+        if status == "gone":
+            return format_html("{} ({})", obj.job_id, _("no longer kept by rq"))
+        return format_html("{} ({})", obj.job_id, status)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)
+        context = getattr(response, "context_data", None)
+        if isinstance(response, TemplateResponse) and context and "cl" in context:
+            conf = _settings_or_none()
+            days = conf.history_retention_days if conf else 14
+            queryset = context["cl"].queryset
+            context["indexnow_chart"] = chart(_urls_per_day(queryset, days))
+            context["indexnow_can_submit"] = self.has_submit_permission(request)
+            context["indexnow_history_enabled"] = conf.history_enabled if conf else True
+        return response
+
+    # -- actions
+
+    @admin.action(description=_("Send again"), permissions=["send_again"])
+    def send_again(
+        self, request: HttpRequest, queryset: QuerySet[Delivery]
+    ) -> HttpResponseRedirect | None:
+        conf = _settings_or_none()
+        if conf is None:
+            self.message_user(request, _("INDEXNOW settings are invalid."), messages.ERROR)
+            return None
+        records = queryset.count()
+        response = HttpResponseRedirect(request.get_full_path())
+        texts = queryset.order_by().values_list("urls", flat=True).iterator(chunk_size=100)
+        count = send_urls(
+            (url for text in texts for url in text.split(Delivery.URL_SEPARATOR)),
+            conf=conf,
+            response=response,
+        )
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d URL of %(records)d record(s) %(how)s, ignoring the debounce store.",
+                "%(count)d URLs of %(records)d record(s) %(how)s, ignoring the debounce store.",
+                count,
+            )
+            % {"count": count, "records": records, "how": _how_sent(conf)},
+            messages.SUCCESS,
+        )
+        return response
+
+    # -- the "Submit URLs" page
+
+    def get_urls(self) -> list[URLPattern]:
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "submit/",
+                self.admin_site.admin_view(self.submit_view),
+                name="{}_{}_submit".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def submit_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_submit_permission(request):
+            raise PermissionDenied
+        invalid: list[tuple[int, str, str]] = []
+        conf = get_settings()
+        if request.method == "POST":
+            form = SubmitURLsForm(request.POST)
+            if form.is_valid():
+                valid, invalid = read_entries(form.cleaned_data["urls"], conf)
+                response = self._submit_page(request, form, invalid)
+                if valid:
+                    force = form.cleaned_data["force"]
+                    count = send_urls(valid, conf=conf, response=response, force=force)
+                    messages.success(
+                        request,
+                        ngettext("%(count)d URL %(how)s.", "%(count)d URLs %(how)s.", count)
+                        % {"count": count, "how": _how_sent(conf)},
+                    )
+                if invalid:
+                    messages.error(
+                        request,
+                        ngettext(
+                            "%(count)d line was skipped: see below.",
+                            "%(count)d lines were skipped: see below.",
+                            len(invalid),
+                        )
+                        % {"count": len(invalid)},
+                    )
+                    # Only the lines to correct stay in the box.
+                    data = request.POST.copy()
+                    data["urls"] = "\n".join(line for _, line, _ in invalid)
+                    response.context_data["form"] = SubmitURLsForm(data)  # type: ignore[index]
+                if not valid:
+                    messages.error(request, _("No URL to submit."))
+                return response
+        else:
+            form = SubmitURLsForm()
+        return self._submit_page(request, form, invalid)
+
+    def _submit_page(
+        self, request: HttpRequest, form: SubmitURLsForm, invalid: list[tuple[int, str, str]]
+    ) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Submit URLs to IndexNow"),
+            "opts": self.opts,
+            "form": form,
+            "invalid": invalid,
+            "has_view_permission": self.has_view_permission(request),
+        }
+        return TemplateResponse(request, "admin/indexnow/delivery/submit.html", context)
+
+
+def _settings_or_none() -> IndexNowSettings | None:
+    from .exceptions import IndexNowConfigError
+
+    try:
+        return get_settings()
+    except IndexNowConfigError:
+        return None
+
+
+def _urls_per_day(queryset: QuerySet[Delivery], days: int) -> list[tuple[date, dict[str, int]]]:
+    from .history import urls_per_day
+
+    return urls_per_day(queryset, days)
+
+
+# --------------------------------------------------------------------------- per object
+
+
+class IndexNowAdminMixin:
+    """For the ``ModelAdmin`` of a registered model: IndexNow on its change page.
+
+    The change page says when the object's URLs were last accepted, and by
+    which engines (from the history), and offers "Submit now", which sends
+    its current URLs through the normal pipeline, ignoring the debounce store.
+    Put it before ``admin.ModelAdmin``::
+
+        @admin.register(Post)
+        class PostAdmin(IndexNowAdminMixin, admin.ModelAdmin):
+            ...
+
+    The page is rendered by ``admin/indexnow/object_change_form.html``, which
+    extends the change form the admin would otherwise use (yours included).
+    """
+
+    indexnow_change_form_template = "admin/indexnow/object_change_form.html"
+
+    def get_urls(self) -> list[URLPattern]:
+        model_admin: Any = self
+        info = model_admin.opts.app_label, model_admin.opts.model_name
+        return [
+            path(
+                "<path:object_id>/indexnow-submit/",
+                model_admin.admin_site.admin_view(self.indexnow_submit_view),
+                name="{}_{}_indexnow_submit".format(*info),
+            ),
+            *super().get_urls(),  # type: ignore[misc]
+        ]
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Model | None = None,
+    ) -> HttpResponse:
+        response: HttpResponse = super().render_change_form(  # type: ignore[misc]
+            request, context, add, change, form_url, obj
+        )
+        if obj is None or add or not isinstance(response, TemplateResponse):
+            return response
+        extra = self.indexnow_context(request, obj)
+        if extra is None:
+            return response
+        base = response.template_name
+        names = [base] if isinstance(base, str) else list(base or [])  # type: ignore[arg-type]
+        extra["indexnow_base_template"] = select_template(names)
+        response.context_data = {**(response.context_data or {}), **extra}
+        response.template_name = self.indexnow_change_form_template
+        return response
+
+    def indexnow_context(self, request: HttpRequest, obj: Model) -> dict[str, Any] | None:
+        """What the change page shows about ``obj``, or ``None`` to show nothing."""
+        from . import tracking
+        from .history import last_accepted
+
+        options = tracking.get_registration(type(obj))
+        if options is None or not request.user.has_module_perms("indexnow"):
+            return None
+        urls = _object_urls(options, obj)
+        can_view = request.user.has_perm("indexnow.view_delivery")
+        conf = _settings_or_none()
+        model_admin: Any = self
+        return {
+            "indexnow": {
+                "urls": urls,
+                "public": options.is_public(obj),
+                "accepted": last_accepted(urls) if can_view and urls else None,
+                "retention_days": conf.history_retention_days if conf else None,
+                "can_submit": request.user.has_perm("indexnow.submit_urls"),
+                "submit_url": reverse(
+                    _admin_url_name(model_admin, "indexnow_submit"), args=[obj.pk]
+                ),
+                "history_url": _history_url(model_admin.admin_site.name, urls) if can_view else "",
+            }
+        }
+
+    def indexnow_submit_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: send the object's current URLs now; then back to its change page."""
+        from . import tracking
+
+        model_admin: Any = self
+        if request.method != "POST":
+            raise PermissionDenied
+        obj = model_admin.get_object(request, unquote(object_id))
+        if obj is None or not request.user.has_perm("indexnow.submit_urls"):
+            raise PermissionDenied
+        if not model_admin.has_view_or_change_permission(request, obj):
+            raise PermissionDenied
+        back = reverse(_admin_url_name(model_admin, "change"), args=[obj.pk])
+        response = HttpResponseRedirect(back)
+        options = tracking.get_registration(type(obj))
+        conf = _settings_or_none()
+        if options is None or conf is None:
+            model_admin.message_user(
+                request, _("This object is not submitted to IndexNow."), messages.ERROR
+            )
+            return response
+        if not options.is_public(obj):
+            model_admin.message_user(
+                request,
+                _("Not submitted: this object is not public (not published, or not yet)."),
+                messages.WARNING,
+            )
+            return response
+        count = send_urls(_object_urls(options, obj), conf=conf, response=response)
+        model_admin.message_user(
+            request,
+            ngettext("%(count)d URL %(how)s.", "%(count)d URLs %(how)s.", count)
+            % {"count": count, "how": _how_sent(conf)},
+            messages.SUCCESS if count else messages.WARNING,
+        )
+        return response
+
+
+def _object_urls(options: Any, obj: Model) -> list[str]:
+    """The object's current URLs, absolute and normalized; ``[]`` when they cannot be computed."""
+    from .submitter import clean_urls
+
+    conf = _settings_or_none()
+    if conf is None:
+        return []
+    try:
+        raw = [str(url) for url in options.urls(obj)]
+    except Exception:
+        logger.warning("IndexNow admin cannot compute the URLs of %r", obj, exc_info=True)
+        return []
+    return clean_urls(raw, conf)[0]
+
+
+def _admin_url_name(model_admin: Any, view: str) -> str:
+    opts = model_admin.opts
+    return f"{model_admin.admin_site.name}:{opts.app_label}_{opts.model_name}_{view}"
+
+
+def _history_url(site_name: str, urls: Sequence[str]) -> str:
+    if not urls:
+        return ""
+    from urllib.parse import urlencode
+
+    changelist = reverse(f"{site_name}:indexnow_delivery_changelist")
+    return f"{changelist}?{urlencode({'q': urls[0]})}"

@@ -1,0 +1,169 @@
+"""The history in a real browser: headless Chromium (Debian's ``chromium`` and
+``chromium-driver``) drives the admin of a live server after a real delivery to the
+loopback engine: it logs in, finds a URL by search, sees the chart, opens a record,
+runs "Send again" (the engine receives the URLs again), and uses "Submit URLs" and
+the "Submit now" button of a registered model's change page.
+
+It takes the screenshots of docs/admin.md. They are written to a temporary
+directory, or to ``docs/img/`` when ``INDEXNOW_SCREENSHOTS=docs`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from indexnow_django.dispatch import dispatch
+from indexnow_django.models import Delivery
+from tests.testapp.models import Post
+
+ROOT = Path(__file__).resolve().parents[1]
+A = "https://www.example.com/browser/first-post/"
+B = "https://www.example.com/browser/second-post/"
+
+#: Where Debian's packages put them; ``CHROMIUM`` / ``CHROMEDRIVER`` override.
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,1000",
+]
+WAIT = 20
+
+
+@pytest.fixture
+def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Headless Chromium through chromedriver; a missing browser is an error, not a skip."""
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not shutil.which(p)]
+    if missing:
+        pytest.fail(
+            f"The browser test needs Chromium and its driver, not found: {', '.join(missing)}. "
+            "Install them (Debian/Ubuntu: apt-get install chromium chromium-driver), or set "
+            "CHROMIUM and CHROMEDRIVER to their paths.",
+            pytrace=False,
+        )
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("The browser test needs selenium: pip install -e '.[test]'.", pytrace=False)
+    monkeypatch.setenv("SE_OFFLINE", "true")  # never let Selenium fetch a driver
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in [*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.implicitly_wait(0)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    if os.environ.get("INDEXNOW_SCREENSHOTS") == "docs":
+        folder = ROOT / "docs" / "img"
+    else:
+        folder = tmp_path / "img"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def wait_for(driver: Any, css: str) -> Any:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT).until(
+        expected_conditions.presence_of_element_located((By.CSS_SELECTOR, css))
+    )
+
+
+def test_the_admin_in_a_browser_finds_sends_again_and_submits(
+    browser, live_server, engine, history_on, indexnow_settings, shots
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    # A real delivery to the loopback engine, and a page with a registration.
+    post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
+    engine.wait_for_posts(1)
+    dispatch([A, B])
+    engine.wait_for_posts(2)
+    assert Delivery.objects.count() == 2
+    User.objects.create_superuser("admin", "admin@example.com", "admin-password")
+
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/indexnow/delivery/")
+    wait_for(browser, "#id_username").send_keys("admin")
+    browser.find_element(By.ID, "id_password").send_keys("admin-password")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+    # The list, its chart, and a search for part of a URL.
+    wait_for(browser, "#result_list")
+    bars = browser.find_elements(By.CSS_SELECTOR, "#indexnow-chart svg rect")
+    assert bars, "no bar in the chart"
+    assert "URLs per day by outcome" in browser.find_element(By.ID, "indexnow-chart").text
+    browser.save_screenshot(str(shots / "admin-deliveries.png"))
+    search = browser.find_element(By.ID, "searchbar")
+    search.send_keys("second-post")
+    search.submit()
+    wait_for(browser, "#result_list")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+    assert len(rows) == 1
+    record = Delivery.objects.get(urls__contains="second-post")
+    assert f"/admin/indexnow/delivery/{record.pk}/change/" in rows[0].get_attribute("innerHTML")
+
+    # The record: its URLs and the engine's answer.
+    rows[0].find_element(By.CSS_SELECTOR, "th a").click()
+    urls = wait_for(browser, "ol.indexnow-urls")
+    assert urls.text.split("\n") == [A, B]
+    browser.save_screenshot(str(shots / "admin-delivery.png"))
+    browser.back()
+
+    # "Send again": the engine receives the URLs again, past the debounce store.
+    wait_for(browser, "#result_list")
+    before = len(engine.posts)
+    browser.find_element(By.CSS_SELECTOR, "#result_list tbody input.action-select").click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("send_again")
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    message = wait_for(browser, "ul.messagelist li.success")
+    assert "2 URLs of 1 record(s)" in message.text
+    [again] = engine.wait_for_posts(before + 1)[before:]
+    assert again.urls == [A, B]
+
+    # "Submit URLs": valid lines sent, the invalid one reported with its number.
+    browser.get(f"{live_server.url}/admin/indexnow/delivery/submit/")
+    box = wait_for(browser, "#id_urls")
+    box.send_keys("/browser/third-post/\nwww.example.com/no-scheme\n/browser/fourth-post/")
+    browser.find_element(By.CSS_SELECTOR, "#indexnow-submit-form input[type=submit]").click()
+    skipped = wait_for(browser, "#indexnow-invalid")
+    assert "line 2: www.example.com/no-scheme" in skipped.text
+    browser.save_screenshot(str(shots / "admin-submit.png"))
+    posts = engine.wait_for_posts(before + 2)
+    assert posts[-1].urls == [
+        "https://www.example.com/browser/third-post/",
+        "https://www.example.com/browser/fourth-post/",
+    ]
+
+    # A registered model's change page: when its URL was accepted, and "Submit now".
+    browser.get(f"{live_server.url}/admin/testapp/post/{post.pk}/change/")
+    status = wait_for(browser, "#indexnow-status")
+    assert "last accepted" in status.text
+    browser.save_screenshot(str(shots / "admin-object.png"))
+    browser.find_element(By.CSS_SELECTOR, "#indexnow-submit-now button").click()
+    wait_for(browser, "ul.messagelist li.success")
+    assert engine.wait_for_posts(before + 3)[-1].urls == ["https://www.example.com/posts/hello/"]
