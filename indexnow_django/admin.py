@@ -539,10 +539,10 @@ class IndexNowAdminMixin:
 
     def indexnow_context(self, request: HttpRequest, obj: Model) -> dict[str, Any] | None:
         """What the change page shows about ``obj``, or ``None`` to show nothing."""
-        from . import tracking
         from .history import last_accepted
+        from .registry import get_registration
 
-        options = tracking.get_registration(type(obj))
+        options = get_registration(type(obj))
         if options is None or not request.user.has_module_perms("indexnow"):
             return None
         urls = _object_urls(options, obj)
@@ -565,7 +565,7 @@ class IndexNowAdminMixin:
 
     def indexnow_submit_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: send the object's current URLs now; then back to its change page."""
-        from . import tracking
+        from .registry import get_registration
 
         model_admin: Any = self
         if request.method != "POST":
@@ -577,7 +577,7 @@ class IndexNowAdminMixin:
             raise PermissionDenied
         back = reverse(_admin_url_name(model_admin, "change"), args=[obj.pk])
         response = HttpResponseRedirect(back)
-        options = tracking.get_registration(type(obj))
+        options = get_registration(type(obj))
         conf = _settings_or_none()
         if options is None or conf is None:
             model_admin.message_user(
