@@ -29,7 +29,7 @@ def _queue_dispatch() -> Any:
         return None  # check_settings reports it
     from .conf import get_settings
 
-    conf = get_settings()
+    conf = get_settings(resolve_hosts=False)  # checks run before migrate: no query
     return conf if conf.enabled and conf.resolved_dispatch == "queue" else None
 
 

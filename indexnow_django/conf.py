@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -84,11 +86,14 @@ class HostConfig:
     host: str
     key: str
     key_location: str | None
+    #: The scheme the site is served with on this host: ``BASE_URL``'s for its
+    #: host, https for the others.
+    scheme: str = "https"
 
     @property
     def key_file_url(self) -> str:
         """Where engines fetch the key file from."""
-        return self.key_location or f"https://{self.host}/{self.key}.txt"
+        return self.key_location or f"{self.scheme}://{self.host}/{self.key}.txt"
 
     @property
     def masked_key_file_url(self) -> str:
@@ -98,12 +103,15 @@ class HostConfig:
 
 @dataclass(frozen=True)
 class IndexNowSettings:
-    """The validated, merged ``INDEXNOW`` setting."""
+    """The validated, merged ``INDEXNOW`` setting.
+
+    :attr:`base_url` and :attr:`hosts` are worked out when first read: without
+    ``BASE_URL`` they come from ``django.contrib.sites``, a database query that
+    must not run before its table exists (system checks run before ``migrate``).
+    """
 
     key: str
     key_location: str | None
-    base_url: str
-    hosts: Mapping[str, HostConfig]
     engines: tuple[Engine, ...]
     enabled: bool
     dry_run: bool
@@ -119,6 +127,43 @@ class IndexNowSettings:
     http_timeout: float
     history_enabled: bool = True
     history_retention_days: int = 14
+    #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
+    base_url_setting: str | None = field(default=None, repr=False)
+    hosts_setting: Any = field(default=None, repr=False)
+
+    @cached_property
+    def base_url(self) -> str:
+        """Scheme and host that relative URLs are joined to, without a trailing slash."""
+        base_url = self.base_url_setting
+        if base_url is None:
+            base_url = f"https://{_sites_domain()}"
+        return normalize_url(base_url).rstrip("/")
+
+    @cached_property
+    def hosts(self) -> Mapping[str, HostConfig]:
+        """The hosts URLs may be submitted for, each with its key and key file."""
+        base = urlsplit(self.base_url)
+        raw_hosts = self.hosts_setting
+        entries: dict[str, HostConfig] = {}
+        if raw_hosts is None:
+            entries[base.netloc] = HostConfig(base.netloc, self.key, self.key_location)
+        else:
+            for name in raw_hosts:
+                options = (raw_hosts[name] if isinstance(raw_hosts, Mapping) else None) or {}
+                host = normalize_host(name)
+                entries[host] = HostConfig(
+                    host,
+                    options.get("KEY") or self.key,
+                    options.get("KEY_LOCATION")
+                    or (None if options.get("KEY") else self.key_location),
+                )
+        if base.scheme != "https" and base.netloc in entries:
+            # Engines look for the key file over https unless told: name the
+            # http one in every request (``keyLocation``).
+            entry = entries[base.netloc]
+            entry = replace(entry, scheme=base.scheme)
+            entries[base.netloc] = replace(entry, key_location=entry.key_file_url)
+        return entries
 
     @property
     def resolved_dispatch(self) -> str:
@@ -149,19 +194,56 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _unknown(
-    name: str, value: Mapping[str, Any], allowed: Mapping[str, Any], problems: list[Problem]
-) -> None:
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _path(name: str, *subs: Any) -> str:
+    """How a message names a setting: ``INDEXNOW['QUEUE']['TIMEOUT']``."""
+    return f"INDEXNOW[{name!r}]" + "".join(f"[{sub!r}]" for sub in subs)
+
+
+def _number(
+    where: str,
+    value: Any,
+    *,
+    minimum: float,
+    above: bool = False,
+    whole: bool = False,
+    unit: str | None = "seconds",
+    id: str,
+    hint: str | None = None,
+) -> Problem | None:
+    """The problem with a numeric setting, if any: a finite number, whole when asked, in range.
+
+    NaN and infinity are refused: they pass comparisons in surprising ways and
+    break the arithmetic of delays and timeouts at run time.
+    """
+    valid = (
+        (_is_whole(value) if whole else _is_number(value))
+        and math.isfinite(value)
+        and (value > minimum if above else value >= minimum)
+    )
+    if valid:
+        return None
+    kind = "whole number" if whole else "number"
+    of_unit = f" of {unit}" if unit else ""
+    shown = f"{minimum:g}"
+    message = f"{where} must be a {kind}{of_unit} {'>' if above else '>='} {shown}, not {value!r}."
+    if isinstance(value, float) and not math.isfinite(value):
+        hint = "NaN and infinity are not allowed: give a finite number."
+    return Problem(id, message, hint)
+
+
+def _unknown(where: str, value: Mapping[str, Any], allowed: Mapping[str, Any]) -> Iterator[Problem]:
     for sub in value:
         if sub not in allowed:
             close = difflib.get_close_matches(str(sub), list(allowed), n=1)
             hint = f"Did you mean {close[0]!r}? " if close else ""
-            problems.append(
-                Problem(
-                    "indexnow.E002",
-                    f"INDEXNOW[{name!r}] has an unknown key {sub!r}.",
-                    f"{hint}Allowed keys: {', '.join(allowed)}.",
-                )
+            yield Problem(
+                "indexnow.E002",
+                f"{where} has an unknown key {sub!r}.",
+                f"{hint}Allowed keys: {', '.join(allowed)}.",
             )
 
 
@@ -170,6 +252,10 @@ def _check_abs_url(value: Any) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme in {"http", "https"} and bool(parts.hostname)
+
+
+def _valid_key(value: Any) -> bool:
+    return isinstance(value, str) and bool(KEY_RE.match(value))
 
 
 def _sites_installed() -> bool:
@@ -196,11 +282,296 @@ def _sites_domain() -> str:
     return domain
 
 
+# --------------------------------------------------------------------------- rules
+#
+# One rule per key: each takes the merged settings and yields its problems.
+
+Rule = Callable[[Mapping[str, Any]], Iterator[Problem]]
+
+KEY_HINT = "manage.py indexnow_key prints a new random key."
+ENGINES_HINT = "Known names: indexnow, bing, yandex, naver, seznam, yep."
+
+
+def _rule_key(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    key = conf["KEY"]
+    if key is None:
+        yield Problem("indexnow.E003", "INDEXNOW['KEY'] is required.", KEY_HINT)
+    elif not _valid_key(key):
+        yield Problem(
+            "indexnow.E004",
+            "INDEXNOW['KEY'] must be 8 to 128 characters of A-Z, a-z, 0-9 and '-'.",
+            KEY_HINT,
+        )
+
+
+def _rule_key_location(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    if conf["KEY_LOCATION"] is not None and not _check_abs_url(conf["KEY_LOCATION"]):
+        yield Problem(
+            "indexnow.E005",
+            "INDEXNOW['KEY_LOCATION'] must be an absolute http(s) URL or None.",
+            "For example 'https://www.example.com/static/<KEY>.txt'.",
+        )
+
+
+def _rule_base_url(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    base_url = conf["BASE_URL"]
+    if base_url is None:
+        if not _sites_installed():
+            yield Problem(
+                "indexnow.E006",
+                "INDEXNOW['BASE_URL'] is required when django.contrib.sites does not give "
+                "the domain.",
+                "Set it to the scheme and host of your site, e.g. 'https://www.example.com'.",
+            )
+        return
+    if _check_abs_url(base_url) and urlsplit(base_url).path in ("", "/"):
+        parts = urlsplit(base_url)
+        if not parts.query and not parts.fragment:
+            return
+    if isinstance(base_url, str) and "://" not in base_url:
+        bare = base_url.strip().strip("/")
+        hint = f"Start it with its scheme: 'https://{bare}' (or 'http://{bare}')."
+    elif isinstance(base_url, str) and urlsplit(base_url).scheme not in ("http", "https"):
+        hint = "Use an http or https URL."
+    else:
+        hint = "Leave out any path, query or fragment."
+    yield Problem(
+        "indexnow.E007",
+        "INDEXNOW['BASE_URL'] must be a scheme and host such as "
+        f"'https://www.example.com', not {base_url!r}.",
+        hint,
+    )
+
+
+def _rule_hosts(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    hosts = conf["HOSTS"]
+    if hosts is None:
+        return
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (list, tuple, Mapping)):
+        yield Problem(
+            "indexnow.E008",
+            "INDEXNOW['HOSTS'] must be a list of host names or a dict "
+            "{host: {'KEY': ..., 'KEY_LOCATION': ...}}.",
+        )
+        return
+    for host in hosts:
+        try:
+            normalize_host(host)
+        except InvalidURL:
+            yield Problem(
+                "indexnow.E008",
+                f"INDEXNOW['HOSTS'] has an invalid host {host!r}.",
+                "Give bare host names such as 'www.example.com' (no scheme, no path).",
+            )
+            continue
+        if isinstance(hosts, Mapping):
+            yield from _host_options(host, hosts[host])
+
+
+def _host_options(host: str, options: Any) -> Iterator[Problem]:
+    """The problems of one ``HOSTS`` entry's ``{"KEY": ..., "KEY_LOCATION": ...}``."""
+    options = options if options is not None else {}
+    where = _path("HOSTS", host)
+    if not isinstance(options, Mapping):
+        yield Problem(
+            "indexnow.E008",
+            f"{where} must be a dict with 'KEY' and 'KEY_LOCATION' (both optional).",
+        )
+        return
+    yield from _unknown(where, options, {"KEY": None, "KEY_LOCATION": None})
+    key = options.get("KEY")
+    if key is not None and not _valid_key(key):
+        yield Problem(
+            "indexnow.E004",
+            f"{where}['KEY'] must be 8 to 128 characters of A-Z, a-z, 0-9 and '-'.",
+            KEY_HINT,
+        )
+    location = options.get("KEY_LOCATION")
+    if location is not None and not _check_abs_url(location):
+        yield Problem(
+            "indexnow.E005",
+            f"{where}['KEY_LOCATION'] must be an absolute http(s) URL or None.",
+        )
+
+
+def _rule_engines(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    engines = conf["ENGINES"]
+    if isinstance(engines, (str, bytes)) or not isinstance(engines, (list, tuple)) or not engines:
+        yield Problem(
+            "indexnow.E009",
+            "INDEXNOW['ENGINES'] must be a non-empty list of engine names or endpoint URLs.",
+            ENGINES_HINT,
+        )
+        return
+    for entry in engines:
+        try:
+            resolve_engine(entry)
+        except ValueError as exc:
+            yield Problem(
+                "indexnow.E009", f"INDEXNOW['ENGINES'] has an invalid entry: {exc}.", ENGINES_HINT
+            )
+
+
+def _rule_flags(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    for flag in ("ENABLED", "DRY_RUN"):
+        if not isinstance(conf[flag], bool):
+            yield Problem(
+                "indexnow.E010", f"INDEXNOW[{flag!r}] must be True or False, not {conf[flag]!r}."
+            )
+
+
+def _rule_dispatch(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    if conf["DISPATCH"] not in DISPATCH_MODES:
+        yield Problem(
+            "indexnow.E011",
+            "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', "
+            f"not {conf['DISPATCH']!r}.",
+        )
+
+
+def _rule_queue(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    queue = conf["QUEUE"]
+    name = queue["NAME"]
+    if not isinstance(name, str) or not name:
+        yield Problem("indexnow.E013", "INDEXNOW['QUEUE']['NAME'] must be a queue name.")
+    for sub, minimum in (("DELAY", 0), ("TIMEOUT", 1)):
+        problem = _number(_path("QUEUE", sub), queue[sub], minimum=minimum, id="indexnow.E013")
+        if problem:
+            yield problem
+    problem = _number(
+        _path("QUEUE", "FAILURE_TTL"),
+        queue["FAILURE_TTL"],
+        minimum=1,
+        whole=True,
+        id="indexnow.E013",
+        hint="It is how long rq keeps a failed job in its failed job registry; "
+        "the default, 604800, is 7 days.",
+    )
+    if problem:
+        yield problem
+    if conf["DISPATCH"] == "queue" and isinstance(name, str):
+        rq_queues = getattr(django_settings, "RQ_QUEUES", {}) or {}
+        if name not in rq_queues:
+            yield Problem(
+                "indexnow.E014",
+                f"INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] {name!r} "
+                "is not in RQ_QUEUES.",
+                f"Add {name!r} to RQ_QUEUES, or set INDEXNOW['QUEUE']['NAME'] to one of: "
+                f"{', '.join(rq_queues) or '(none configured)'}.",
+            )
+
+
+def _rule_retry(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    retry = conf["RETRY"]
+    checks = [
+        _number(
+            _path("RETRY", "MAX_ATTEMPTS"),
+            retry["MAX_ATTEMPTS"],
+            minimum=1,
+            whole=True,
+            unit=None,
+            id="indexnow.E015",
+        )
+    ]
+    for sub in ("BASE_DELAY", "MAX_DELAY", "SERVER_ERROR_DELAY"):
+        checks.append(_number(_path("RETRY", sub), retry[sub], minimum=0, id="indexnow.E015"))
+    checks.append(
+        _number(
+            _path("RETRY", "MULTIPLIER"),
+            retry["MULTIPLIER"],
+            minimum=1,
+            unit=None,
+            id="indexnow.E015",
+        )
+    )
+    yield from (problem for problem in checks if problem)
+
+
+def _rule_batch(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    max_urls = conf["BATCH"]["MAX_URLS"]
+    if not (_is_whole(max_urls) and 1 <= max_urls <= MAX_BATCH_SIZE):
+        yield Problem(
+            "indexnow.E016",
+            f"INDEXNOW['BATCH']['MAX_URLS'] must be a whole number from 1 to {MAX_BATCH_SIZE}, "
+            f"not {max_urls!r}.",
+            "The IndexNow protocol accepts at most 10,000 URLs per request.",
+        )
+
+
+def _rule_debounce(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    debounce = conf["DEBOUNCE"]
+    caches = getattr(django_settings, "CACHES", {}) or {}
+    if debounce["CACHE"] not in caches:
+        yield Problem(
+            "indexnow.E017",
+            f"INDEXNOW['DEBOUNCE']['CACHE'] is {debounce['CACHE']!r}, which is not in CACHES.",
+            f"Use one of: {', '.join(map(repr, caches)) or '(no cache configured)'}.",
+        )
+    problem = _number(
+        _path("DEBOUNCE", "TTL"),
+        debounce["TTL"],
+        minimum=0,
+        whole=True,
+        id="indexnow.E017",
+        hint="0 disables debouncing.",
+    )
+    if problem:
+        yield problem
+
+
+def _rule_http(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    problem = _number(
+        _path("HTTP", "TIMEOUT"), conf["HTTP"]["TIMEOUT"], minimum=0, above=True, id="indexnow.E018"
+    )
+    if problem:
+        yield problem
+
+
+def _rule_history(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    recording = conf["HISTORY"]["ENABLED"]
+    if not isinstance(recording, bool):
+        yield Problem(
+            "indexnow.E019",
+            f"INDEXNOW['HISTORY']['ENABLED'] must be True or False, not {recording!r}.",
+        )
+    problem = _number(
+        _path("HISTORY", "RETENTION_DAYS"),
+        conf["HISTORY"]["RETENTION_DAYS"],
+        minimum=1,
+        whole=True,
+        unit="days",
+        id="indexnow.E019",
+    )
+    if problem:
+        yield problem
+
+
+#: Rules of the top-level keys, in the order their problems are reported.
+RULES: tuple[Rule, ...] = (
+    _rule_key,
+    _rule_key_location,
+    _rule_base_url,
+    _rule_hosts,
+    _rule_engines,
+    _rule_flags,
+    _rule_dispatch,
+)
+#: Rules of the nested dicts, run once each of them is a dict.
+NESTED_RULES: tuple[Rule, ...] = (
+    _rule_queue,
+    _rule_retry,
+    _rule_batch,
+    _rule_debounce,
+    _rule_http,
+    _rule_history,
+)
+NESTED = ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY")
+
+
 def validate(raw: Any = None) -> list[Problem]:
     """Every problem with ``raw`` (default: ``settings.INDEXNOW``), in a stable order."""
     if raw is None:
         raw = getattr(django_settings, "INDEXNOW", None)
-    problems: list[Problem] = []
     if raw is None:
         return [
             Problem(
@@ -219,169 +590,14 @@ def validate(raw: Any = None) -> list[Problem]:
                 'Use INDEXNOW = {"KEY": "...", "BASE_URL": "https://www.example.com"}.',
             )
         ]
-    for name in raw:
-        if name not in DEFAULTS:
-            close = difflib.get_close_matches(str(name), list(DEFAULTS), n=1)
-            hint = f"Did you mean {close[0]!r}? " if close else ""
-            problems.append(
-                Problem(
-                    "indexnow.E002",
-                    f"INDEXNOW has an unknown key {name!r}.",
-                    f"{hint}Allowed keys: {', '.join(DEFAULTS)}.",
-                )
-            )
+    problems = list(_unknown("INDEXNOW", raw, DEFAULTS))
     conf = _merged(raw)
-
-    key = conf["KEY"]
-    if key is None:
-        problems.append(
-            Problem(
-                "indexnow.E003",
-                "INDEXNOW['KEY'] is required.",
-                "manage.py indexnow_key prints a new random key.",
-            )
-        )
-    elif not isinstance(key, str) or not KEY_RE.match(key):
-        problems.append(
-            Problem(
-                "indexnow.E004",
-                "INDEXNOW['KEY'] must be 8 to 128 characters of A-Z, a-z, 0-9 and '-'.",
-                "manage.py indexnow_key prints a new random key.",
-            )
-        )
-
-    if conf["KEY_LOCATION"] is not None and not _check_abs_url(conf["KEY_LOCATION"]):
-        problems.append(
-            Problem(
-                "indexnow.E005",
-                "INDEXNOW['KEY_LOCATION'] must be an absolute http(s) URL or None.",
-                "For example 'https://www.example.com/static/<KEY>.txt'.",
-            )
-        )
-
-    base_url = conf["BASE_URL"]
-    if base_url is None:
-        if not _sites_installed():
-            problems.append(
-                Problem(
-                    "indexnow.E006",
-                    "INDEXNOW['BASE_URL'] is required when django.contrib.sites does not give "
-                    "the domain.",
-                    "Set it to the scheme and host of your site, e.g. 'https://www.example.com'.",
-                )
-            )
-    elif not _check_abs_url(base_url) or urlsplit(base_url).path not in ("", "/"):
-        problems.append(
-            Problem(
-                "indexnow.E007",
-                f"INDEXNOW['BASE_URL'] must be a scheme and host such as "
-                f"'https://www.example.com', not {base_url!r}.",
-                "Leave out any path, query or fragment.",
-            )
-        )
-
-    hosts = conf["HOSTS"]
-    if hosts is not None:
-        if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (list, tuple, Mapping)):
-            problems.append(
-                Problem(
-                    "indexnow.E008",
-                    "INDEXNOW['HOSTS'] must be a list of host names or a dict "
-                    "{host: {'KEY': ..., 'KEY_LOCATION': ...}}.",
-                )
-            )
-        else:
-            for host in hosts:
-                try:
-                    normalize_host(host)
-                except InvalidURL:
-                    problems.append(
-                        Problem(
-                            "indexnow.E008",
-                            f"INDEXNOW['HOSTS'] has an invalid host {host!r}.",
-                            "Give bare host names such as 'www.example.com' (no scheme, no path).",
-                        )
-                    )
-                    continue
-                if isinstance(hosts, Mapping):
-                    options = hosts[host] if hosts[host] is not None else {}
-                    if not isinstance(options, Mapping):
-                        problems.append(
-                            Problem(
-                                "indexnow.E008",
-                                f"INDEXNOW['HOSTS'][{host!r}] must be a dict with 'KEY' and "
-                                "'KEY_LOCATION' (both optional).",
-                            )
-                        )
-                        continue
-                    _unknown(
-                        f"HOSTS'][{host!r}", options, {"KEY": None, "KEY_LOCATION": None}, problems
-                    )
-                    hkey = options.get("KEY")
-                    if hkey is not None and (not isinstance(hkey, str) or not KEY_RE.match(hkey)):
-                        problems.append(
-                            Problem(
-                                "indexnow.E004",
-                                f"INDEXNOW['HOSTS'][{host!r}]['KEY'] must be 8 to 128 characters "
-                                "of A-Z, a-z, 0-9 and '-'.",
-                                "manage.py indexnow_key prints a new random key.",
-                            )
-                        )
-                    hloc = options.get("KEY_LOCATION")
-                    if hloc is not None and not _check_abs_url(hloc):
-                        problems.append(
-                            Problem(
-                                "indexnow.E005",
-                                f"INDEXNOW['HOSTS'][{host!r}]['KEY_LOCATION'] must be an absolute "
-                                "http(s) URL or None.",
-                            )
-                        )
-
-    engines = conf["ENGINES"]
-    if isinstance(engines, (str, bytes)) or not isinstance(engines, (list, tuple)) or not engines:
-        problems.append(
-            Problem(
-                "indexnow.E009",
-                "INDEXNOW['ENGINES'] must be a non-empty list of engine names or endpoint URLs.",
-                "Known names: indexnow, bing, yandex, naver, seznam, yep.",
-            )
-        )
-    else:
-        for entry in engines:
-            try:
-                resolve_engine(entry)
-            except ValueError as exc:
-                problems.append(
-                    Problem(
-                        "indexnow.E009",
-                        f"INDEXNOW['ENGINES'] has an invalid entry: {exc}.",
-                        "Known names: indexnow, bing, yandex, naver, seznam, yep.",
-                    )
-                )
-
-    for flag in ("ENABLED", "DRY_RUN"):
-        if not isinstance(conf[flag], bool):
-            problems.append(
-                Problem(
-                    "indexnow.E010",
-                    f"INDEXNOW[{flag!r}] must be True or False, not {conf[flag]!r}.",
-                )
-            )
-
-    if conf["DISPATCH"] not in DISPATCH_MODES:
-        problems.append(
-            Problem(
-                "indexnow.E011",
-                "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', "
-                f"not {conf['DISPATCH']!r}.",
-            )
-        )
-
-    nested_ok = True
-    for name in ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY"):
-        value = raw.get(name, DEFAULTS[name])
-        if not isinstance(value, Mapping):
-            nested_ok = False
+    for rule in RULES:
+        problems.extend(rule(conf))
+    shapes = [(name, raw.get(name, DEFAULTS[name])) for name in NESTED]
+    bad = [name for name, value in shapes if not isinstance(value, Mapping)]
+    for name, value in shapes:
+        if name in bad:
             problems.append(
                 Problem(
                     "indexnow.E012",
@@ -390,172 +606,22 @@ def validate(raw: Any = None) -> list[Problem]:
                 )
             )
         else:
-            _unknown(name, value, DEFAULTS[name], problems)
-    if not nested_ok:
-        return problems
-
-    queue = conf["QUEUE"]
-    if not isinstance(queue["NAME"], str) or not queue["NAME"]:
-        problems.append(Problem("indexnow.E013", "INDEXNOW['QUEUE']['NAME'] must be a queue name."))
-    for sub in ("DELAY", "TIMEOUT"):
-        minimum = 0 if sub == "DELAY" else 1
-        if not _is_number(queue[sub]) or queue[sub] < minimum:
-            problems.append(
-                Problem(
-                    "indexnow.E013",
-                    f"INDEXNOW['QUEUE'][{sub!r}] must be a number of seconds >= {minimum}, "
-                    f"not {queue[sub]!r}.",
-                )
-            )
-    failure_ttl = queue["FAILURE_TTL"]
-    if not isinstance(failure_ttl, int) or isinstance(failure_ttl, bool) or failure_ttl < 1:
-        problems.append(
-            Problem(
-                "indexnow.E013",
-                "INDEXNOW['QUEUE']['FAILURE_TTL'] must be a whole number of seconds >= 1, "
-                f"not {failure_ttl!r}.",
-                "It is how long rq keeps a failed job in its failed job registry; "
-                "the default, 604800, is 7 days.",
-            )
-        )
-    if conf["DISPATCH"] == "queue" and isinstance(queue["NAME"], str):
-        rq_queues = getattr(django_settings, "RQ_QUEUES", {}) or {}
-        if queue["NAME"] not in rq_queues:
-            problems.append(
-                Problem(
-                    "indexnow.E014",
-                    f"INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] "
-                    f"{queue['NAME']!r} is not in RQ_QUEUES.",
-                    f"Add {queue['NAME']!r} to RQ_QUEUES, "
-                    "or set INDEXNOW['QUEUE']['NAME'] to one of: "
-                    f"{', '.join(rq_queues) or '(none configured)'}.",
-                )
-            )
-
-    retry = conf["RETRY"]
-    if (
-        not isinstance(retry["MAX_ATTEMPTS"], int)
-        or isinstance(retry["MAX_ATTEMPTS"], bool)
-        or retry["MAX_ATTEMPTS"] < 1
-    ):
-        problems.append(
-            Problem(
-                "indexnow.E015",
-                "INDEXNOW['RETRY']['MAX_ATTEMPTS'] must be a whole number >= 1, "
-                f"not {retry['MAX_ATTEMPTS']!r}.",
-            )
-        )
-    for sub in ("BASE_DELAY", "MAX_DELAY", "SERVER_ERROR_DELAY"):
-        if not _is_number(retry[sub]) or retry[sub] < 0:
-            problems.append(
-                Problem(
-                    "indexnow.E015",
-                    f"INDEXNOW['RETRY'][{sub!r}] must be a number of seconds >= 0, "
-                    f"not {retry[sub]!r}.",
-                )
-            )
-    if not _is_number(retry["MULTIPLIER"]) or retry["MULTIPLIER"] < 1:
-        problems.append(
-            Problem(
-                "indexnow.E015",
-                "INDEXNOW['RETRY']['MULTIPLIER'] must be a number >= 1, "
-                f"not {retry['MULTIPLIER']!r}.",
-            )
-        )
-
-    max_urls = conf["BATCH"]["MAX_URLS"]
-    if (
-        not isinstance(max_urls, int)
-        or isinstance(max_urls, bool)
-        or not 1 <= max_urls <= MAX_BATCH_SIZE
-    ):
-        problems.append(
-            Problem(
-                "indexnow.E016",
-                f"INDEXNOW['BATCH']['MAX_URLS'] must be a whole number from 1 to {MAX_BATCH_SIZE}, "
-                f"not {max_urls!r}.",
-                "The IndexNow protocol accepts at most 10,000 URLs per request.",
-            )
-        )
-
-    debounce = conf["DEBOUNCE"]
-    caches = getattr(django_settings, "CACHES", {}) or {}
-    if debounce["CACHE"] not in caches:
-        problems.append(
-            Problem(
-                "indexnow.E017",
-                f"INDEXNOW['DEBOUNCE']['CACHE'] is {debounce['CACHE']!r}, which is not in CACHES.",
-                f"Use one of: {', '.join(map(repr, caches)) or '(no cache configured)'}.",
-            )
-        )
-    ttl = debounce["TTL"]
-    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
-        problems.append(
-            Problem(
-                "indexnow.E017",
-                f"INDEXNOW['DEBOUNCE']['TTL'] must be a whole number of seconds >= 0, not {ttl!r}.",
-                "0 disables debouncing.",
-            )
-        )
-
-    timeout = conf["HTTP"]["TIMEOUT"]
-    if not _is_number(timeout) or timeout <= 0:
-        problems.append(
-            Problem(
-                "indexnow.E018",
-                f"INDEXNOW['HTTP']['TIMEOUT'] must be a number of seconds > 0, not {timeout!r}.",
-            )
-        )
-
-    recording = conf["HISTORY"]["ENABLED"]
-    if not isinstance(recording, bool):
-        problems.append(
-            Problem(
-                "indexnow.E019",
-                f"INDEXNOW['HISTORY']['ENABLED'] must be True or False, not {recording!r}.",
-            )
-        )
-    days = conf["HISTORY"]["RETENTION_DAYS"]
-    if not isinstance(days, int) or isinstance(days, bool) or days < 1:
-        problems.append(
-            Problem(
-                "indexnow.E019",
-                f"INDEXNOW['HISTORY']['RETENTION_DAYS'] must be a whole number of days >= 1, "
-                f"not {days!r}.",
-            )
-        )
+            problems.extend(_unknown(_path(name), value, DEFAULTS[name]))
+    if not bad:
+        for rule in NESTED_RULES:
+            problems.extend(rule(conf))
     return problems
 
 
 def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
     conf = _merged(raw)
-    base_url = conf["BASE_URL"]
-    if base_url is None:
-        base_url = f"https://{_sites_domain()}"
-    base_url = normalize_url(base_url).rstrip("/")
-    base_host = urlsplit(base_url).netloc
-    raw_hosts = conf["HOSTS"]
     key: str = conf["KEY"]
-    hosts: dict[str, HostConfig] = {}
-    if raw_hosts is None:
-        hosts[base_host] = HostConfig(base_host, key, conf["KEY_LOCATION"])
-    else:
-        for name in raw_hosts:
-            options = raw_hosts[name] if isinstance(raw_hosts, Mapping) else None
-            options = options or {}
-            host = normalize_host(name)
-            hosts[host] = HostConfig(
-                host,
-                options.get("KEY") or key,
-                options.get("KEY_LOCATION")
-                or (None if options.get("KEY") else conf["KEY_LOCATION"]),
-            )
     retry = conf["RETRY"]
     return IndexNowSettings(
         key=key,
         key_location=conf["KEY_LOCATION"],
-        base_url=base_url,
-        hosts=hosts,
+        base_url_setting=conf["BASE_URL"],
+        hosts_setting=conf["HOSTS"],
         engines=tuple(dict.fromkeys(resolve_engine(e) for e in conf["ENGINES"])),
         enabled=conf["ENABLED"],
         dry_run=conf["DRY_RUN"],
@@ -583,8 +649,13 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
 _cache: IndexNowSettings | None = None
 
 
-def get_settings() -> IndexNowSettings:
-    """The current settings; raises :class:`IndexNowConfigError` when they are invalid."""
+def get_settings(*, resolve_hosts: bool = True) -> IndexNowSettings:
+    """The current settings; raises :class:`IndexNowConfigError` when they are invalid.
+
+    The base URL and the hosts are resolved too, which without ``BASE_URL``
+    queries ``django.contrib.sites``; ``resolve_hosts=False`` leaves them for
+    later, for code that may run before the database exists (system checks).
+    """
     global _cache
     if _cache is None:
         problems = validate()
@@ -592,6 +663,8 @@ def get_settings() -> IndexNowSettings:
             details = "; ".join(f"{p.msg} ({p.id})" for p in problems)
             raise IndexNowConfigError(f"settings.INDEXNOW is invalid: {details}")
         _cache = _build(getattr(django_settings, "INDEXNOW", {}))
+    if resolve_hosts:
+        _cache.hosts  # noqa: B018 (resolved and kept, or IndexNowConfigError)
     return _cache
 
 

@@ -200,7 +200,7 @@ def check_scheduling(
     """``indexnow.W003``: a registered model sets ``publish_at`` but dispatch is synchronous."""
     if validate():
         return []  # the settings checks report it
-    conf = get_settings()
+    conf = get_settings(resolve_hosts=False)
     if not conf.enabled or conf.resolved_dispatch == "queue":
         return []
     from .registry import registry

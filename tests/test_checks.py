@@ -1,5 +1,10 @@
 """System checks for settings.INDEXNOW: every id with its whole message."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from django.core import checks
 from django.core.management import call_command
@@ -9,6 +14,7 @@ from indexnow_django.checks import check_settings
 from indexnow_django.conf import get_settings
 from indexnow_django.exceptions import IndexNowConfigError
 
+ROOT = Path(__file__).resolve().parent.parent
 VALID = {"KEY": "test-key-0123456789", "BASE_URL": "https://www.example.com"}
 KEY_HINT = "manage.py indexnow_key prints a new random key."
 
@@ -111,14 +117,23 @@ def test_missing_base_url_without_sites(settings):
 
 
 @pytest.mark.parametrize(
-    "base_url", ["www.example.com", "https://www.example.com/blog/", "ftp://x.org"]
+    ("base_url", "hint"),
+    [
+        (
+            "www.example.com",
+            "Start it with its scheme: 'https://www.example.com' (or 'http://www.example.com').",
+        ),
+        ("https://www.example.com/blog/", "Leave out any path, query or fragment."),
+        ("https://www.example.com?lang=en", "Leave out any path, query or fragment."),
+        ("ftp://x.org", "Use an http or https URL."),
+    ],
 )
-def test_bad_base_url(settings, base_url):
+def test_bad_base_url(settings, base_url, hint):
     assert errors_for(settings, {**VALID, "BASE_URL": base_url}) == [
         checks.Error(
             "INDEXNOW['BASE_URL'] must be a scheme and host such as 'https://www.example.com', "
             f"not {base_url!r}.",
-            hint="Leave out any path, query or fragment.",
+            hint=hint,
             id="indexnow.E007",
         )
     ]
@@ -349,3 +364,104 @@ def test_failure_ttl_defaults_to_a_week_and_is_on_the_settings(settings):
     settings.INDEXNOW = {**VALID, "QUEUE": {"FAILURE_TTL": 3600}}
     assert get_settings().queue_failure_ttl == 3600
     assert get_settings().queue_timeout == 60
+
+
+NON_FINITE_HINT = "NaN and infinity are not allowed: give a finite number."
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize(
+    ("name", "sub", "check_id"),
+    [
+        ("QUEUE", "DELAY", "indexnow.E013"),
+        ("QUEUE", "TIMEOUT", "indexnow.E013"),
+        ("QUEUE", "FAILURE_TTL", "indexnow.E013"),
+        ("RETRY", "MAX_ATTEMPTS", "indexnow.E015"),
+        ("RETRY", "BASE_DELAY", "indexnow.E015"),
+        ("RETRY", "MULTIPLIER", "indexnow.E015"),
+        ("RETRY", "MAX_DELAY", "indexnow.E015"),
+        ("RETRY", "SERVER_ERROR_DELAY", "indexnow.E015"),
+        ("DEBOUNCE", "TTL", "indexnow.E017"),
+        ("HTTP", "TIMEOUT", "indexnow.E018"),
+    ],
+)
+def test_nan_and_infinity_are_refused(settings, name, sub, check_id, value):
+    [error] = errors_for(settings, {**VALID, name: {sub: value}})
+    assert error.id == check_id
+    assert error.msg.startswith(f"INDEXNOW[{name!r}][{sub!r}] must be a ")
+    assert error.msg.endswith(f", not {value!r}.")
+    assert error.hint == NON_FINITE_HINT
+    with pytest.raises(IndexNowConfigError, match=check_id):
+        get_settings()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_nan_and_infinity_are_not_a_batch_size(settings, value):
+    [error] = errors_for(settings, {**VALID, "BATCH": {"MAX_URLS": value}})
+    assert error.id == "indexnow.E016"
+
+
+@pytest.mark.parametrize("dispatch", ["sync", "queue"])
+def test_migrate_on_a_fresh_database_with_the_sites_framework_and_no_base_url(tmp_path, dispatch):
+    """The checks that migrate runs never read the django_site table it is about to create."""
+    (tmp_path / "fresh_settings.py").write_text(
+        "from tests.settings import *  # noqa: F403\n"
+        f"DATABASES = {{'default': {{'ENGINE': 'django.db.backends.sqlite3', "
+        f"'NAME': {str(tmp_path / 'fresh.sqlite3')!r}}}}}\n"
+        "INDEXNOW = {k: v for k, v in INDEXNOW.items() if k != 'BASE_URL'}  # noqa: F405\n"
+        f"INDEXNOW['DISPATCH'] = {dispatch!r}\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "fresh_settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+    }
+
+    def manage(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "django", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    migrate = manage("migrate", "--noinput")
+    assert migrate.returncode == 0, migrate.stderr
+    assert "Applying sites.0001_initial... OK" in migrate.stdout
+    # Once the table exists, the base URL comes from the Site (example.com).
+    shell = manage(
+        "shell",
+        "-c",
+        "from indexnow_django.conf import get_settings; print(get_settings().base_url)",
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.splitlines()[-1] == "https://example.com"
+
+
+def test_an_http_site_names_its_http_key_file_in_every_request(indexnow_settings, engine):
+    from indexnow_django.submitter import deliver_now
+
+    indexnow_settings(BASE_URL="http://intranet.example.com", HOSTS=None)
+    conf = get_settings()
+    [host] = conf.hosts.values()
+    assert host.key_file_url == "http://intranet.example.com/test-key-0123456789.txt"
+
+    deliver_now(["/a/"])
+
+    [post] = engine.posts
+    assert post.json["keyLocation"] == "http://intranet.example.com/test-key-0123456789.txt"
+    assert post.json["urlList"] == ["http://intranet.example.com/a/"]
+
+
+def test_other_hosts_of_an_http_site_keep_https(indexnow_settings):
+    indexnow_settings(
+        BASE_URL="http://www.example.com", HOSTS=["www.example.com", "shop.example.com"]
+    )
+    hosts = get_settings().hosts
+    assert hosts["www.example.com"].key_file_url == "http://www.example.com/test-key-0123456789.txt"
+    assert hosts["shop.example.com"].key_file_url == (
+        "https://shop.example.com/test-key-0123456789.txt"
+    )
+    assert hosts["shop.example.com"].key_location is None
