@@ -1,7 +1,12 @@
 """Django system checks for indexnow_django (ids ``indexnow.E…`` and ``indexnow.W…``).
 
 The settings checks report :func:`indexnow_django.conf.validate`'s problems, so
-``manage.py check`` and the runtime agree on what is valid.
+``manage.py check`` and the runtime agree on what is valid. The wiring checks
+look at what surrounds the settings (the middleware, django-rq, the worker
+class, the debounce cache) once the settings are valid. ``manage.py
+indexnow_check`` reports these same findings and adds what needs the network.
+
+No check reads the database: ``migrate`` runs them before it creates any table.
 """
 
 from __future__ import annotations
@@ -11,9 +16,28 @@ from typing import Any
 
 from django.core import checks
 
-from .conf import validate
+from .conf import IndexNowSettings, get_settings, validate
 
-__all__ = ["check_queue_wiring", "check_settings", "register_checks"]
+__all__ = [
+    "MIDDLEWARE_PATH",
+    "StopsDelivery",
+    "check_debounce_cache",
+    "check_queue_wiring",
+    "check_settings",
+    "check_wiring",
+    "middleware_without_app",
+    "register_checks",
+]
+
+#: The middleware that makes each request one unit of work.
+MIDDLEWARE_PATH = "indexnow_django.middleware.IndexNowMiddleware"
+
+
+class StopsDelivery(checks.Warning):
+    """A warning to ``manage.py check`` (the site itself runs) that stops delivery.
+
+    ``indexnow_check`` reports it as a failure: jobs are queued but can never run.
+    """
 
 
 def check_settings(
@@ -23,14 +47,18 @@ def check_settings(
     return [checks.Error(p.msg, hint=p.hint, id=p.id) for p in validate()]
 
 
-def _queue_dispatch() -> Any:
-    """The settings when they are valid and dispatch resolves to the queue, else ``None``."""
+def _valid_settings() -> IndexNowSettings | None:
+    """The settings when they are valid and enabled (else ``check_settings`` speaks)."""
     if validate():
-        return None  # check_settings reports it
-    from .conf import get_settings
-
+        return None
     conf = get_settings(resolve_hosts=False)  # checks run before migrate: no query
-    return conf if conf.enabled and conf.resolved_dispatch == "queue" else None
+    return conf if conf.enabled else None
+
+
+def _queue_dispatch() -> IndexNowSettings | None:
+    """The settings when they are valid and dispatch resolves to the queue, else ``None``."""
+    conf = _valid_settings()
+    return conf if conf is not None and conf.resolved_dispatch == "queue" else None
 
 
 def check_queue_wiring(
@@ -39,7 +67,8 @@ def check_queue_wiring(
     """Queue dispatch needs workers that flush their jobs' URLs and a cache they share.
 
     ``indexnow.W001``: ``RQ["WORKER_CLASS"]`` does not run each job in a unit
-    of work, so saves made by jobs are not submitted.
+    of work, so saves made by jobs are not submitted (or it cannot be
+    imported, so no worker starts: :class:`StopsDelivery`).
     ``indexnow.W002``: the debounce cache is local to each process (LocMem) or
     keeps nothing (Dummy), so workers cannot tell what another one sent.
     """
@@ -56,8 +85,9 @@ def check_queue_wiring(
     if not is_wired():
         path, cls = configured_worker_class()
         problem = "cannot be imported" if cls is None else "does not run each job in a unit of work"
+        level = checks.Warning if cls is not None else StopsDelivery
         messages.append(
-            checks.Warning(
+            level(
                 f"INDEXNOW dispatches to a queue but the rq worker class {path!r} {problem}: "
                 "URLs that your jobs' saves produce are not submitted.",
                 hint=f"Add {WORKER_CLASS_LINE} to your settings, or add "
@@ -83,9 +113,110 @@ def check_queue_wiring(
     return messages
 
 
+def _has_middleware() -> bool:
+    """``MIDDLEWARE`` holds :data:`MIDDLEWARE_PATH` or a subclass of it."""
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    for entry in getattr(settings, "MIDDLEWARE", None) or []:
+        if entry == MIDDLEWARE_PATH:
+            return True
+        try:
+            found = import_string(entry)
+        except ImportError:
+            continue  # Django reports it when it loads the middleware
+        bases = getattr(found, "__mro__", ())
+        if any(f"{base.__module__}.{base.__qualname__}" == MIDDLEWARE_PATH for base in bases):
+            return True
+    return False
+
+
+def middleware_without_app() -> str | None:
+    """What is wrong when the middleware runs but the app is not installed, if it is not.
+
+    No system check can say it: an app's checks are registered by the app. The
+    middleware logs it when Django loads it.
+    """
+    from django.apps import apps
+
+    if apps.is_installed("indexnow_django"):
+        return None
+    return (
+        f"{MIDDLEWARE_PATH} is in MIDDLEWARE but indexnow_django is not in INSTALLED_APPS: "
+        "no model is tracked and nothing is submitted. Add 'indexnow_django' to "
+        "INSTALLED_APPS (after 'django_rq')."
+    )
+
+
+def check_wiring(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """What the app needs around it.
+
+    ``indexnow.W004``: the app is installed without its middleware, so each
+    transaction (each save outside one) is flushed on its own instead of a
+    request being flushed once.
+    ``indexnow.W005``: dispatch goes to a queue but ``django_rq`` is not in
+    ``INSTALLED_APPS``, so ``manage.py rqworker`` does not exist.
+    """
+    conf = _valid_settings()
+    if conf is None:
+        return []
+    from django.apps import apps
+
+    messages: list[checks.CheckMessage] = []
+    if not _has_middleware():
+        messages.append(
+            checks.Warning(
+                f"{MIDDLEWARE_PATH} is not in MIDDLEWARE: the URLs of a request are flushed "
+                "once per transaction (or per save outside one) instead of once per request.",
+                hint=f"Add {MIDDLEWARE_PATH!r} to MIDDLEWARE.",
+                id="indexnow.W004",
+            )
+        )
+    if conf.resolved_dispatch == "queue" and not apps.is_installed("django_rq"):
+        messages.append(
+            StopsDelivery(
+                f"INDEXNOW dispatches to queue {conf.queue_name!r} but django_rq is not in "
+                "INSTALLED_APPS: manage.py rqworker, which runs the jobs, is not available.",
+                hint="Add 'django_rq' to INSTALLED_APPS.",
+                id="indexnow.W005",
+            )
+        )
+    return messages
+
+
+def check_debounce_cache(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``indexnow.W006``: debouncing is on but its cache is a DummyCache, which keeps nothing.
+
+    With queue dispatch ``indexnow.W002`` says so already.
+    """
+    conf = _valid_settings()
+    if conf is None or conf.debounce_ttl == 0 or conf.resolved_dispatch == "queue":
+        return []
+    from django.core.cache import caches
+    from django.core.cache.backends.dummy import DummyCache
+
+    if not isinstance(caches[conf.debounce_cache], DummyCache):
+        return []
+    return [
+        checks.Warning(
+            f"INDEXNOW['DEBOUNCE']['CACHE'] is {conf.debounce_cache!r} (DummyCache), which "
+            "stores nothing, so nothing is debounced: an engine receives a URL again at "
+            "every save.",
+            hint="Point DEBOUNCE['CACHE'] at a real cache, or set DEBOUNCE['TTL'] to 0.",
+            id="indexnow.W006",
+        )
+    ]
+
+
 def register_checks() -> None:
     from .scheduling import check_scheduling  # indexnow.W003
 
     checks.register(check_settings, "indexnow")
+    checks.register(check_wiring, "indexnow")
     checks.register(check_queue_wiring, "indexnow")
+    checks.register(check_debounce_cache, "indexnow")
     checks.register(check_scheduling, "indexnow")

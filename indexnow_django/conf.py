@@ -213,7 +213,7 @@ def _number(
     unit: str | None = "seconds",
     id: str,
     hint: str | None = None,
-) -> Problem | None:
+) -> Iterator[Problem]:
     """The problem with a numeric setting, if any: a finite number, whole when asked, in range.
 
     NaN and infinity are refused: they pass comparisons in surprising ways and
@@ -225,14 +225,14 @@ def _number(
         and (value > minimum if above else value >= minimum)
     )
     if valid:
-        return None
+        return
     kind = "whole number" if whole else "number"
     of_unit = f" of {unit}" if unit else ""
     shown = f"{minimum:g}"
     message = f"{where} must be a {kind}{of_unit} {'>' if above else '>='} {shown}, not {value!r}."
     if isinstance(value, float) and not math.isfinite(value):
         hint = "NaN and infinity are not allowed: give a finite number."
-    return Problem(id, message, hint)
+    yield Problem(id, message, hint)
 
 
 def _unknown(where: str, value: Mapping[str, Any], allowed: Mapping[str, Any]) -> Iterator[Problem]:
@@ -435,10 +435,8 @@ def _rule_queue(conf: Mapping[str, Any]) -> Iterator[Problem]:
     if not isinstance(name, str) or not name:
         yield Problem("indexnow.E013", "INDEXNOW['QUEUE']['NAME'] must be a queue name.")
     for sub, minimum in (("DELAY", 0), ("TIMEOUT", 1)):
-        problem = _number(_path("QUEUE", sub), queue[sub], minimum=minimum, id="indexnow.E013")
-        if problem:
-            yield problem
-    problem = _number(
+        yield from _number(_path("QUEUE", sub), queue[sub], minimum=minimum, id="indexnow.E013")
+    yield from _number(
         _path("QUEUE", "FAILURE_TTL"),
         queue["FAILURE_TTL"],
         minimum=1,
@@ -447,8 +445,6 @@ def _rule_queue(conf: Mapping[str, Any]) -> Iterator[Problem]:
         hint="It is how long rq keeps a failed job in its failed job registry; "
         "the default, 604800, is 7 days.",
     )
-    if problem:
-        yield problem
     if conf["DISPATCH"] == "queue" and isinstance(name, str):
         rq_queues = getattr(django_settings, "RQ_QUEUES", {}) or {}
         if name not in rq_queues:
@@ -463,28 +459,19 @@ def _rule_queue(conf: Mapping[str, Any]) -> Iterator[Problem]:
 
 def _rule_retry(conf: Mapping[str, Any]) -> Iterator[Problem]:
     retry = conf["RETRY"]
-    checks = [
-        _number(
-            _path("RETRY", "MAX_ATTEMPTS"),
-            retry["MAX_ATTEMPTS"],
-            minimum=1,
-            whole=True,
-            unit=None,
-            id="indexnow.E015",
-        )
-    ]
-    for sub in ("BASE_DELAY", "MAX_DELAY", "SERVER_ERROR_DELAY"):
-        checks.append(_number(_path("RETRY", sub), retry[sub], minimum=0, id="indexnow.E015"))
-    checks.append(
-        _number(
-            _path("RETRY", "MULTIPLIER"),
-            retry["MULTIPLIER"],
-            minimum=1,
-            unit=None,
-            id="indexnow.E015",
-        )
+    yield from _number(
+        _path("RETRY", "MAX_ATTEMPTS"),
+        retry["MAX_ATTEMPTS"],
+        minimum=1,
+        whole=True,
+        unit=None,
+        id="indexnow.E015",
     )
-    yield from (problem for problem in checks if problem)
+    for sub in ("BASE_DELAY", "MAX_DELAY", "SERVER_ERROR_DELAY"):
+        yield from _number(_path("RETRY", sub), retry[sub], minimum=0, id="indexnow.E015")
+    yield from _number(
+        _path("RETRY", "MULTIPLIER"), retry["MULTIPLIER"], minimum=1, unit=None, id="indexnow.E015"
+    )
 
 
 def _rule_batch(conf: Mapping[str, Any]) -> Iterator[Problem]:
@@ -507,7 +494,7 @@ def _rule_debounce(conf: Mapping[str, Any]) -> Iterator[Problem]:
             f"INDEXNOW['DEBOUNCE']['CACHE'] is {debounce['CACHE']!r}, which is not in CACHES.",
             f"Use one of: {', '.join(map(repr, caches)) or '(no cache configured)'}.",
         )
-    problem = _number(
+    yield from _number(
         _path("DEBOUNCE", "TTL"),
         debounce["TTL"],
         minimum=0,
@@ -515,16 +502,12 @@ def _rule_debounce(conf: Mapping[str, Any]) -> Iterator[Problem]:
         id="indexnow.E017",
         hint="0 disables debouncing.",
     )
-    if problem:
-        yield problem
 
 
 def _rule_http(conf: Mapping[str, Any]) -> Iterator[Problem]:
-    problem = _number(
+    yield from _number(
         _path("HTTP", "TIMEOUT"), conf["HTTP"]["TIMEOUT"], minimum=0, above=True, id="indexnow.E018"
     )
-    if problem:
-        yield problem
 
 
 def _rule_history(conf: Mapping[str, Any]) -> Iterator[Problem]:
@@ -534,7 +517,7 @@ def _rule_history(conf: Mapping[str, Any]) -> Iterator[Problem]:
             "indexnow.E019",
             f"INDEXNOW['HISTORY']['ENABLED'] must be True or False, not {recording!r}.",
         )
-    problem = _number(
+    yield from _number(
         _path("HISTORY", "RETENTION_DAYS"),
         conf["HISTORY"]["RETENTION_DAYS"],
         minimum=1,
@@ -542,8 +525,6 @@ def _rule_history(conf: Mapping[str, Any]) -> Iterator[Problem]:
         unit="days",
         id="indexnow.E019",
     )
-    if problem:
-        yield problem
 
 
 #: Rules of the top-level keys, in the order their problems are reported.

@@ -16,17 +16,20 @@ from __future__ import annotations
 import enum
 import logging
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
 from django.conf import settings as django_settings
+from django.core import checks
 
-from .client import USER_AGENT
-from .conf import KEY_RE, IndexNowSettings, get_settings, mask_key, validate
+from .checks import StopsDelivery
+from .client import USER_AGENT, excerpt
+from .conf import KEY_RE, IndexNowSettings, get_settings, validate
 from .exceptions import IndexNowConfigError
+from .masking import mask_key, mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +40,6 @@ __all__ = [
     "Status",
     "check_key_file",
     "diagnose",
-    "quick_redis_connection",
 ]
 
 #: Section ids in the order they are shown, with their titles.
@@ -53,8 +55,16 @@ SECTIONS: dict[str, str] = {
     "jobs": "Jobs",
 }
 
-#: Seconds to wait for Redis to connect or answer.
-REDIS_TIMEOUT = 2.0
+#: The section of each system check that is not about the settings themselves.
+CHECK_SECTIONS: dict[str, str] = {
+    "indexnow.W001": "workers",
+    "indexnow.W002": "debounce",
+    "indexnow.W003": "models",
+    "indexnow.W004": "dispatch",
+    "indexnow.W005": "dispatch",
+    "indexnow.W006": "debounce",
+}
+
 #: How many workers are listed one by one.
 MAX_WORKERS_SHOWN = 10
 #: How many job ids of a registry are fetched to tell IndexNow jobs from others.
@@ -93,9 +103,15 @@ class Finding:
 
 @dataclass
 class Diagnosis:
-    """Every finding of one check, in order."""
+    """Every finding of one check, in order.
+
+    Once the settings are known, :attr:`mask` hides every configured key in
+    what is added (messages, hints and data), whatever put it there: a key
+    file URL, an engine's answer, an exception.
+    """
 
     findings: list[Finding] = field(default_factory=list)
+    mask: Callable[[str], str] = field(default=lambda text: text, repr=False)
 
     def add(
         self,
@@ -105,7 +121,17 @@ class Diagnosis:
         hint: str | None = None,
         **data: Any,
     ) -> Finding:
-        finding = Finding(section, status, message, hint, data)
+        mask = self.mask
+        finding = Finding(
+            section,
+            status,
+            mask(message),
+            mask(hint) if hint else hint,
+            {
+                name: mask(value) if isinstance(value, str) else value
+                for name, value in data.items()
+            },
+        )
         self.findings.append(finding)
         return finding
 
@@ -149,11 +175,6 @@ class Diagnosis:
 # --------------------------------------------------------------------------- helpers
 
 
-def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _shown(text: str) -> str:
     """Quote what a key file answered, masking it when it looks like a key."""
     stripped = text.strip()
@@ -161,7 +182,7 @@ def _shown(text: str) -> str:
         return f"a different key ({mask_key(stripped)})"
     if not stripped:
         return "an empty body"
-    return repr(_excerpt(stripped))
+    return repr(excerpt(stripped, EXCERPT_CHARS))
 
 
 def _redis_location(conn: Any) -> str:
@@ -174,28 +195,6 @@ def _redis_location(conn: Any) -> str:
     if kwargs.get("path"):
         return f"unix:{kwargs['path']}/{kwargs.get('db', 0)}"
     return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
-
-
-def quick_redis_connection(queue_name: str, timeout: float = REDIS_TIMEOUT) -> Any:
-    """A client of the Redis of ``RQ_QUEUES[queue_name]`` that gives up after ``timeout`` seconds.
-
-    No retry: a Redis that does not answer is reported at once.
-    """
-    from django_rq import get_connection
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    config = (getattr(django_settings, "RQ_QUEUES", None) or {})[queue_name]
-    conn = get_connection(queue_name)
-    if "USE_REDIS_CACHE" not in config:
-        # django_rq builds a new client (and pool) per call: adjusting it
-        # touches no connection anything else uses.
-        conn.connection_pool.connection_kwargs.update(
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
-    return conn
 
 
 def _is_own_job(func_name: str | None) -> bool:
@@ -246,7 +245,7 @@ def check_key_file(
         data["error"] = str(exc)
         return (
             Status.FAIL,
-            f"key file {url} could not be fetched: {_excerpt(str(exc), 200)}",
+            f"key file {url} could not be fetched: {excerpt(str(exc), 200)}",
             offline_hint,
             data,
         )
@@ -287,7 +286,7 @@ def check_key_file(
     if "html" in content_type.lower() or text.lower().startswith(("<!doctype", "<html", "<")):
         return (
             Status.FAIL,
-            f"key file {url} answered 200 with an HTML page ({_excerpt(text)!r}) "
+            f"key file {url} answered 200 with an HTML page ({excerpt(text, EXCERPT_CHARS)!r}) "
             "instead of the key",
             "A catch-all route or a front-end fallback answers this URL: put "
             'path("", include("indexnow_django.urls")) before it.',
@@ -304,19 +303,41 @@ def check_key_file(
 # --------------------------------------------------------------------------- sections
 
 
-def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
-    problems = validate()
-    for problem in problems:
+def _check_findings(diag: Diagnosis) -> None:
+    """The findings of the system checks (``manage.py check``), each in its section.
+
+    Errors fail delivery; warnings are warnings, except those that stop it
+    (:class:`~indexnow_django.checks.StopsDelivery`). Checks silenced by
+    ``SILENCED_SYSTEM_CHECKS`` are left out here too.
+    """
+    for message in checks.run_checks(tags=["indexnow"]):
+        if message.is_silenced():
+            continue
+        if message.is_serious() or isinstance(message, StopsDelivery):
+            status = Status.FAIL
+        elif message.level >= checks.WARNING:
+            status = Status.WARN
+        else:
+            status = Status.OK
         diag.add(
-            "settings", Status.FAIL, f"{problem.id}: {problem.msg}", problem.hint, id=problem.id
+            CHECK_SECTIONS.get(message.id or "", "settings"),
+            status,
+            f"{message.id}: {message.msg}",
+            message.hint,
+            id=message.id,
         )
-    if problems:
-        return None
+
+
+def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
+    """The settings, when they are valid and give a base URL; else ``None``."""
+    if validate():
+        return None  # the checks' errors say why
     try:
         conf = get_settings()
     except IndexNowConfigError as exc:
         diag.add("settings", Status.FAIL, str(exc))
         return None
+    diag.mask = conf.mask
     diag.add(
         "settings",
         Status.OK,
@@ -343,7 +364,6 @@ def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
 
 def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> str:
     mode = conf.resolved_dispatch
-    rq_queues = getattr(django_settings, "RQ_QUEUES", None) or {}
     if conf.dispatch == "auto":
         reason = (
             f"QUEUE['NAME'] {conf.queue_name!r} is in RQ_QUEUES"
@@ -360,24 +380,6 @@ def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> str:
             ": URLs are sent by the process that changed them, after the response; no retries"
         )
     diag.add("dispatch", Status.OK, message, setting=conf.dispatch, resolved=mode)
-    if mode == "queue" and conf.queue_name not in rq_queues:
-        diag.add(
-            "dispatch",
-            Status.FAIL,
-            f"QUEUE['NAME'] {conf.queue_name!r} is not in RQ_QUEUES",
-            f"Add {conf.queue_name!r} to RQ_QUEUES or set INDEXNOW['QUEUE']['NAME'] to one of: "
-            f"{', '.join(rq_queues) or '(none configured)'}.",
-        )
-    if mode == "queue":
-        from django.apps import apps
-
-        if not apps.is_installed("django_rq"):
-            diag.add(
-                "dispatch",
-                Status.WARN,
-                "django_rq is not in INSTALLED_APPS: manage.py rqworker is not available",
-                'Add "django_rq" to INSTALLED_APPS.',
-            )
     return mode
 
 
@@ -392,10 +394,12 @@ class _QueueState:
 def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | None:
     from redis.exceptions import RedisError
 
+    from .queue import connection, get_queue
+
     name = conf.queue_name
     config = (getattr(django_settings, "RQ_QUEUES", None) or {})[name]
     try:
-        conn = quick_redis_connection(name)
+        conn = connection(name)
         location = _redis_location(conn)
     except Exception as exc:
         diag.add(
@@ -414,14 +418,13 @@ def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | Non
         diag.add(
             "queue",
             Status.FAIL,
-            f"queue {name!r}: Redis at {location} is unreachable: {_excerpt(str(exc), 200)}",
+            f"queue {name!r}: Redis at {location} is unreachable: {excerpt(str(exc), 200)}",
             f"Start Redis or fix the URL of RQ_QUEUES[{name!r}]: without it no job can be queued "
             "(flushes then fall back to sending in-process).",
             name=name,
             redis=location,
             reachable=False,
         )
-        _close(conn, name)
         return None
     diag.add(
         "queue",
@@ -432,6 +435,7 @@ def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | Non
         reachable=True,
         redis_version=version,
     )
+    _persistence(diag, conn, location)
     is_async = config.get("ASYNC", True)
     if is_async is False:
         diag.add(
@@ -445,17 +449,80 @@ def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | Non
     else:
         diag.add("queue", Status.OK, "ASYNC: jobs run in workers", is_async=True)
 
-    from django_rq import get_queue
     from rq.worker import Worker
 
-    queue = get_queue(name, connection=conn)
+    queue = get_queue(conf)
     try:
         workers = list(Worker.all(queue=queue))
     except RedisError as exc:
         diag.add("workers", Status.FAIL, f"workers of queue {name!r} could not be listed: {exc}")
-        _close(conn, name)
         return None
     return _QueueState(queue, conn, workers, is_async is not False)
+
+
+#: What ``indexnow_check`` says to turn persistence on.
+PERSISTENCE_HINT = (
+    "Turn on Redis persistence (appendonly yes, or RDB snapshots such as save 3600 1 300 100 "
+    "60 10000) and supervise workers so they restart with Redis: see Deployment in the docs."
+)
+
+
+def _persistence(diag: Diagnosis, conn: Any, location: str) -> None:
+    """Whether the queue's Redis keeps its data over a restart (scheduled retries live there).
+
+    ``CONFIG GET`` gives the settings; a Redis that refuses it (managed
+    services often do) is asked ``INFO persistence``, which shows AOF and the
+    snapshots taken since it started.
+    """
+    from redis.exceptions import RedisError
+
+    lost = "a restart of Redis loses queued jobs, scheduled retries and scheduled publications"
+    try:
+        save = str(conn.config_get("save").get("save", "")).strip()
+        appendonly = str(conn.config_get("appendonly").get("appendonly", "no")).strip()
+    except RedisError as exc:
+        try:
+            info = conn.info("persistence")
+        except RedisError:
+            info = {}
+        if str(info.get("aof_enabled", "0")) == "1":
+            diag.add("queue", Status.OK, f"Redis at {location} persists to disk (AOF)")
+        elif int(info.get("rdb_saves", 0) or 0) > 0:
+            diag.add(
+                "queue",
+                Status.OK,
+                f"Redis at {location} persists to disk (RDB snapshots, "
+                f"{info['rdb_saves']} since it started)",
+            )
+        else:
+            diag.add(
+                "queue",
+                Status.WARN,
+                f"Redis at {location} shows no persistence: CONFIG GET is refused "
+                f"({excerpt(str(exc), 80)}) and INFO persistence shows no AOF and no snapshot "
+                f"since it started; without persistence {lost}",
+                PERSISTENCE_HINT,
+                persistence=None,
+            )
+        return
+    if appendonly == "yes" or save:
+        kinds = [
+            name for name, on in (("AOF", appendonly == "yes"), (f"save {save!r}", save)) if on
+        ]
+        diag.add(
+            "queue",
+            Status.OK,
+            f"Redis at {location} persists to disk ({', '.join(kinds)})",
+            persistence=True,
+        )
+        return
+    diag.add(
+        "queue",
+        Status.WARN,
+        f"Redis at {location} has no persistence (save '' and appendonly no): {lost}",
+        PERSISTENCE_HINT,
+        persistence=False,
+    )
 
 
 def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
@@ -468,7 +535,6 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
             Status.OK,
             "no worker or scheduler is needed: jobs run inline (ASYNC is False)",
         )
-        _wiring(diag)
         return
     workers = state.workers
     start_hint = f"python manage.py rqworker {name} --with-scheduler"
@@ -502,8 +568,9 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
             diag.add("workers", Status.OK, f"… and {len(workers) - MAX_WORKERS_SHOWN} more")
 
     # rq 2.12 and 3.x: the scheduler that serves a queue holds a lock key
-    # (``rq:scheduler-lock:<queue>``, under RQ_KEY_PREFIX in rq 3) whose value
-    # names it; its metadata hash gives its host and pid.
+    # (``rq:scheduler-lock:<queue>``, under RQ_KEY_PREFIX in rq 3) that expires
+    # unless it is renewed, and whose value names it; its metadata hash gives
+    # its host and pid.
     lock_key = RQScheduler.get_locking_key(name)
     holder = state.connection.get(lock_key)
     if holder is None:
@@ -514,58 +581,39 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
             f"Start (at least) one worker with --with-scheduler: {start_hint}",
             scheduler=None,
         )
-    else:
-        scheduler_name = holder.decode() if isinstance(holder, bytes) else str(holder)
-        where = ""
-        details: dict[str, Any] = {"name": scheduler_name}
-        try:
-            scheduler = RQScheduler.fetch(scheduler_name, state.connection)
-        except Exception:
-            scheduler = None
-        if scheduler is not None:
-            details.update(hostname=scheduler.hostname, pid=scheduler.pid)
-            where = f" on {scheduler.hostname} (pid {scheduler.pid})"
-        diag.add(
-            "workers",
-            Status.OK,
-            f"scheduler runs for queue {name!r}{where}",
-            scheduler=details,
-        )
-    _wiring(diag)
+        return
+    scheduler_name = holder.decode() if isinstance(holder, bytes) else str(holder)
+    where = ""
+    details: dict[str, Any] = {"name": scheduler_name}
+    try:
+        scheduler = RQScheduler.fetch(scheduler_name, state.connection)
+    except Exception:
+        scheduler = None
+    if scheduler is not None:
+        details.update(hostname=scheduler.hostname, pid=scheduler.pid)
+        where = f" on {scheduler.hostname} (pid {scheduler.pid})"
+    diag.add(
+        "workers",
+        Status.OK,
+        f"scheduler runs for queue {name!r}{where}",
+        scheduler=details,
+    )
 
 
-def _wiring(diag: Diagnosis) -> None:
-    """Whether ``manage.py rqworker`` runs each job in a unit of work."""
-    from .worker import WORKER_CLASS_LINE, configured_worker_class, is_wired
+def _worker_class(diag: Diagnosis) -> None:
+    """The worker class ``manage.py rqworker`` uses, when the checks found nothing wrong."""
+    from .worker import configured_worker_class
 
-    path, cls = configured_worker_class()
-    if cls is None:
-        diag.add(
-            "workers",
-            Status.FAIL,
-            f"RQ['WORKER_CLASS'] {path!r} cannot be imported: manage.py rqworker cannot start",
-            f"Use {WORKER_CLASS_LINE}",
-            worker_class=path,
-            wired=False,
-        )
-    elif is_wired():
-        diag.add(
-            "workers",
-            Status.OK,
-            f"worker class {path}: URLs that jobs' saves produce are flushed when each job ends",
-            worker_class=path,
-            wired=True,
-        )
-    else:
-        diag.add(
-            "workers",
-            Status.WARN,
-            f"worker class {path} does not run jobs in a unit of work: URLs that jobs' saves "
-            "produce are sent one save at a time",
-            f"Add to your settings: {WORKER_CLASS_LINE}",
-            worker_class=path,
-            wired=False,
-        )
+    if any(f.data.get("id") == "indexnow.W001" for f in diag.findings):
+        return
+    path, _ = configured_worker_class()
+    diag.add(
+        "workers",
+        Status.OK,
+        f"worker class {path}: URLs that jobs' saves produce are flushed when each job ends",
+        worker_class=path,
+        wired=True,
+    )
 
 
 def _jobs_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
@@ -614,12 +662,13 @@ def _jobs_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -
 
 def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     for engine in conf.engines:
+        endpoint = mask_url(engine.endpoint)
         diag.add(
             "engines",
             Status.OK,
-            f"{engine.name}: {engine.endpoint}",
+            f"{mask_url('//' + engine.name).lstrip('/')}: {endpoint}",
             name=engine.name,
-            endpoint=engine.endpoint,
+            endpoint=endpoint,
         )
 
 
@@ -654,15 +703,13 @@ def _hosts_section(
         diag.add("hosts", Status.OK, "key files not fetched (--offline)")
 
 
-_BACKEND_NOTES = {
-    "LocMemCache": "keeps entries in one process",
-    "DummyCache": "stores nothing",
-}
-
-
 def _debounce_section(
     diag: Diagnosis, conf: IndexNowSettings, mode: str, state: _QueueState | None
 ) -> None:
+    """The debounce cache; the checks say when it cannot be shared (LocMem, Dummy).
+
+    Only a file-based cache needs the workers' host names to tell.
+    """
     from django.core.cache import caches
     from django.core.cache.backends.dummy import DummyCache
     from django.core.cache.backends.filebased import FileBasedCache
@@ -682,38 +729,11 @@ def _debounce_section(
     backend = f"{type(cache).__module__}.{type(cache).__qualname__}"
     base = f"cache {alias!r} ({backend}), TTL {conf.debounce_ttl}s"
     data: dict[str, Any] = {"cache": alias, "backend": backend, "ttl": conf.debounce_ttl}
-    share_hint = (
-        "Point DEBOUNCE['CACHE'] at a cache every process reaches (Redis, Memcached, the "
-        "database cache)."
-    )
     if isinstance(cache, DummyCache):
-        diag.add(
-            "debounce",
-            Status.WARN,
-            f"{base}: stores nothing, so nothing is debounced",
-            share_hint,
-            shared=False,
-            **data,
-        )
+        diag.add("debounce", Status.OK, f"{base}: stores nothing", shared=False, **data)
         return
     if isinstance(cache, LocMemCache):
-        if mode == "queue":
-            diag.add(
-                "debounce",
-                Status.WARN,
-                f"{base}: keeps entries in one process, which workers cannot share",
-                share_hint,
-                shared=False,
-                **data,
-            )
-        else:
-            diag.add(
-                "debounce",
-                Status.OK,
-                f"{base}: per process (each web process debounces alone)",
-                shared=False,
-                **data,
-            )
+        diag.add("debounce", Status.OK, f"{base}: per process", shared=False, **data)
         return
     if isinstance(cache, FileBasedCache):
         here = socket.gethostname()
@@ -725,7 +745,8 @@ def _debounce_section(
                 "debounce",
                 Status.WARN,
                 f"{base}: files on {here}, which workers on {', '.join(elsewhere)} cannot share",
-                share_hint,
+                "Point DEBOUNCE['CACHE'] at a cache every process reaches (Redis, Memcached, "
+                "the database cache).",
                 shared=False,
                 **data,
             )
@@ -782,6 +803,7 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     """Check everything delivery depends on; see the module docstring."""
     diag = Diagnosis()
     conf = _settings_section(diag)
+    _check_findings(diag)
     if conf is None:
         return diag
     mode = _dispatch_section(diag, conf)
@@ -791,6 +813,7 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
         state = _queue_section(diag, conf)
         if state is not None:
             _workers_section(diag, state, conf)
+            _worker_class(diag)
     elif mode == "sync":
         diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
     _engines_section(diag, conf)
@@ -799,15 +822,5 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     _debounce_section(diag, conf, mode, state)
     _models_section(diag)
     if state is not None:
-        try:
-            _jobs_section(diag, state, conf)
-        finally:
-            _close(state.connection, conf.queue_name)
+        _jobs_section(diag, state, conf)
     return diag
-
-
-def _close(conn: Any, queue_name: str) -> None:
-    """Disconnect a client made by :func:`quick_redis_connection` (not a cache's own)."""
-    config = (getattr(django_settings, "RQ_QUEUES", None) or {}).get(queue_name, {})
-    if "USE_REDIS_CACHE" not in config:
-        conn.connection_pool.disconnect()

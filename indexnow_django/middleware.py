@@ -8,14 +8,19 @@ a request into an error.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.core.exceptions import MiddlewareNotUsed
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
+from .checks import middleware_without_app
 from .collector import unit
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["IndexNowMiddleware"]
 
@@ -34,6 +39,10 @@ class IndexNowMiddleware:
     async_capable = True
 
     def __init__(self, get_response: _GetResponse) -> None:
+        problem = middleware_without_app()
+        if problem:
+            logger.warning("%s", problem)
+            raise MiddlewareNotUsed(problem)
         self.get_response = get_response
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:

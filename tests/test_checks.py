@@ -465,3 +465,87 @@ def test_other_hosts_of_an_http_site_keep_https(indexnow_settings):
         "https://shop.example.com/test-key-0123456789.txt"
     )
     assert hosts["shop.example.com"].key_location is None
+
+
+# --------------------------------------------------------------------------- wiring
+
+
+def test_the_app_without_its_middleware(settings):
+    from indexnow_django.checks import check_wiring
+
+    settings.INDEXNOW = VALID
+    settings.MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
+    assert check_wiring() == [
+        checks.Warning(
+            "indexnow_django.middleware.IndexNowMiddleware is not in MIDDLEWARE: the URLs of a "
+            "request are flushed once per transaction (or per save outside one) instead of once "
+            "per request.",
+            hint="Add 'indexnow_django.middleware.IndexNowMiddleware' to MIDDLEWARE.",
+            id="indexnow.W004",
+        )
+    ]
+    settings.MIDDLEWARE = ["tests.testapp.middleware.OwnIndexNowMiddleware"]
+    assert check_wiring() == []
+
+
+def test_queue_dispatch_without_django_rq_installed(settings):
+    from indexnow_django.checks import StopsDelivery, check_wiring
+
+    settings.INSTALLED_APPS = [app for app in settings.INSTALLED_APPS if app != "django_rq"]
+    settings.INDEXNOW = {**VALID, "DISPATCH": "queue"}
+    [message] = check_wiring()
+    assert isinstance(message, StopsDelivery) and message.level == checks.WARNING
+    assert (message.id, message.msg, message.hint) == (
+        "indexnow.W005",
+        "INDEXNOW dispatches to queue 'default' but django_rq is not in INSTALLED_APPS: "
+        "manage.py rqworker, which runs the jobs, is not available.",
+        "Add 'django_rq' to INSTALLED_APPS.",
+    )
+    settings.INDEXNOW = {**VALID, "DISPATCH": "sync"}
+    assert check_wiring() == []
+
+
+def test_a_dummy_debounce_cache_with_sync_dispatch(settings):
+    from indexnow_django.checks import check_debounce_cache
+
+    settings.CACHES = {
+        **settings.CACHES,
+        "none": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"},
+    }
+    settings.INDEXNOW = {**VALID, "DISPATCH": "sync", "DEBOUNCE": {"CACHE": "none"}}
+    assert check_debounce_cache() == [
+        checks.Warning(
+            "INDEXNOW['DEBOUNCE']['CACHE'] is 'none' (DummyCache), which stores nothing, so "
+            "nothing is debounced: an engine receives a URL again at every save.",
+            hint="Point DEBOUNCE['CACHE'] at a real cache, or set DEBOUNCE['TTL'] to 0.",
+            id="indexnow.W006",
+        )
+    ]
+    settings.INDEXNOW = {**VALID, "DISPATCH": "sync", "DEBOUNCE": {"CACHE": "none", "TTL": 0}}
+    assert check_debounce_cache() == []
+    # With queue dispatch W002 says it.
+    settings.INDEXNOW = {**VALID, "DISPATCH": "queue", "DEBOUNCE": {"CACHE": "none"}}
+    assert check_debounce_cache() == []
+
+
+def test_the_middleware_without_the_app_says_so_and_steps_aside(settings, caplog):
+    from django.core.exceptions import MiddlewareNotUsed
+    from django.test import Client
+
+    settings.INSTALLED_APPS = [
+        app for app in settings.INSTALLED_APPS if app not in ("indexnow_django", "tests.testapp")
+    ]
+    settings.ROOT_URLCONF = "tests.testapp.bare_urls"
+    from indexnow_django.middleware import IndexNowMiddleware
+
+    with pytest.raises(MiddlewareNotUsed):
+        IndexNowMiddleware(lambda request: None)
+    [record] = [r for r in caplog.records if r.name == "indexnow_django.middleware"]
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "indexnow_django.middleware.IndexNowMiddleware is in MIDDLEWARE but indexnow_django is "
+        "not in INSTALLED_APPS: no model is tracked and nothing is submitted. Add "
+        "'indexnow_django' to INSTALLED_APPS (after 'django_rq')."
+    )
+    # The site keeps answering.
+    assert Client().get("/ping/").status_code == 200

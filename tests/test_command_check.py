@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from io import StringIO
@@ -123,6 +124,30 @@ def queue_settings(
     return settings
 
 
+@pytest.fixture
+def persistent_redis(redis_conn: redis.Redis) -> Iterator[redis.Redis]:
+    """The suite's Redis with RDB snapshots on (it runs without persistence)."""
+    redis_conn.config_set("save", "3600 1")
+    yield redis_conn
+    redis_conn.config_set("save", "")
+
+
+def wait_for_scheduler_birth(conn: redis.Redis, timeout: float = 10) -> None:
+    """The scheduler takes its lock before it writes its host and pid: wait for both."""
+    from rq.scheduler import RQScheduler
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        holder = conn.get(RQScheduler.get_locking_key("default"))
+        try:
+            if holder is not None and RQScheduler.fetch(holder.decode(), conn).pid:
+                return
+        except Exception:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the scheduler did not register within the timeout")
+
+
 def key_server_port(settings: Any) -> str:
     return str(settings.INDEXNOW["KEY_LOCATION"].split(":")[2].split("/")[0])
 
@@ -140,9 +165,13 @@ def line(output: str, status: str, text: str) -> str:
 
 @pytest.mark.worker
 def test_healthy_queue_setup_passes_and_names_worker_and_scheduler(
-    queue_settings: Any, start_worker: Callable[..., Any], run_check: Any
+    queue_settings: Any,
+    persistent_redis: redis.Redis,
+    start_worker: Callable[..., Any],
+    run_check: Any,
 ) -> None:
     worker = start_worker()
+    wait_for_scheduler_birth(persistent_redis)
 
     output, error = run_check()
 
@@ -153,7 +182,9 @@ def test_healthy_queue_setup_passes_and_names_worker_and_scheduler(
     line(output, "OK", f"worker {worker.name} on ")
     line(output, "OK", "scheduler runs for queue 'default' on ")
     line(output, "OK", "worker class indexnow_django.worker.Worker")
-    line(output, "OK", f"key file {queue_settings.INDEXNOW['KEY_LOCATION']}: 200, matches the key")
+    line(output, "OK", "persists to disk (save '3600 1')")
+    masked_url = queue_settings.INDEXNOW["KEY_LOCATION"].replace(KEY, "test…6789")
+    line(output, "OK", f"key file {masked_url}: 200, matches the key")
     line(output, "OK", "cache 'shared' (django.core.cache.backends.redis.RedisCache)")
     warnings = [text for text in output.splitlines() if text.strip().startswith(("WARN", "FAIL"))]
     from indexnow_django.tracking import registry
@@ -292,17 +323,19 @@ def test_key_file_redirect_fails_and_names_the_target(
     _output, error = run_check()
 
     assert error is not None
-    assert f"key file {url} answered 301, a redirect to {key_server.base}/{KEY}.txt" in str(error)
+    assert f"key file {url} answered 301, a redirect to {key_server.base}/test…6789.txt" in str(
+        error
+    )
 
 
 def test_key_file_server_down_fails(indexnow_settings: Callable[..., Any], run_check: Any) -> None:
-    url = f"http://127.0.0.1:{services.free_port()}/{KEY}.txt"
-    indexnow_settings(KEY_LOCATION=url)
+    port = services.free_port()
+    indexnow_settings(KEY_LOCATION=f"http://127.0.0.1:{port}/{KEY}.txt")
 
     output, error = run_check()
 
     assert error is not None
-    assert f"key file {url} could not be fetched" in str(error)
+    assert f"key file http://127.0.0.1:{port}/test…6789.txt could not be fetched" in str(error)
     assert "--offline" in line(output, "hint:", "offline")
 
 
@@ -334,8 +367,8 @@ def test_per_host_keys_are_each_fetched(
     output, error = run_check()
 
     assert error is not None
-    line(output, "OK", f"www.example.com: key test…6789, key file {key_server.base}/{KEY}.txt")
-    line(output, "OK", f"key file {key_server.base}/{KEY}.txt: 200, matches the key")
+    line(output, "OK", f"www.example.com: key test…6789, key file {key_server.base}/test…6789.txt")
+    line(output, "OK", f"key file {key_server.base}/test…6789.txt: 200, matches the key")
     line(output, "OK", "blog.example.com: key blog…5432")
     line(output, "FAIL", "instead of the key blog…5432")
     line(output, "WARN", "www.example.com: the key file is on another host (127.0.0.1:")
@@ -365,7 +398,7 @@ def test_unimportable_worker_class_fails(
     _output, error = run_check("--offline")
 
     assert error is not None
-    assert "RQ['WORKER_CLASS'] 'myproject.workers.Missing' cannot be imported" in str(error)
+    assert "rq worker class 'myproject.workers.Missing' cannot be imported" in str(error)
 
 
 # --------------------------------------------------------------------------- warnings
@@ -381,7 +414,7 @@ def test_idle_queue_warns_about_worker_scheduler_and_cache(
     assert error is None, output
     line(output, "WARN", "no worker listens on queue 'default'")
     line(output, "WARN", "no scheduler runs for queue 'default'")
-    line(output, "WARN", "keeps entries in one process, which workers cannot share")
+    line(output, "WARN", "indexnow.W002: INDEXNOW['DEBOUNCE']['CACHE'] is 'default' (LocMemCache)")
     assert "hint: Start one: python manage.py rqworker default --with-scheduler" in output
 
 
@@ -421,7 +454,9 @@ def test_plain_rq_worker_class_warns_with_the_line_to_add(
     output, error = run_check("--offline")
 
     assert error is None, output
-    line(output, "WARN", "worker class rq.worker.Worker does not run jobs in a unit of work")
+    line(
+        output, "WARN", "rq worker class 'rq.worker.Worker' does not run each job in a unit of work"
+    )
     assert 'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}' in output
 
 
@@ -587,3 +622,159 @@ def test_exit_codes_of_the_command_line(
     assert bad.returncode == 1
     assert json.loads(bad.stdout)["ok"] is False
     assert "CommandError: IndexNow delivery cannot work: key file" in bad.stderr
+
+
+# --------------------------------------------------------------------------- Redis persistence
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Start a redis-server of its own with the given options; return its URL."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(*options: str) -> str:
+        import shutil
+
+        binary = shutil.which("redis-server")
+        assert binary, "these tests need redis-server"
+        port = services.free_port()
+        process = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path), *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(process)
+        url = f"redis://127.0.0.1:{port}"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(url).ping()
+                return url
+            except redis.ConnectionError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+
+    yield start
+    for process in started:
+        process.terminate()
+        process.wait(10)
+
+
+def test_redis_without_persistence_warns(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="queue")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    found = line(output, "WARN", "has no persistence (save '' and appendonly no)")
+    assert "a restart of Redis loses queued jobs, scheduled retries" in found
+    assert "hint: Turn on Redis persistence (appendonly yes" in output
+
+
+@pytest.mark.parametrize(
+    ("options", "status", "text"),
+    [
+        ((), "WARN", "shows no persistence: CONFIG GET is refused"),
+        (("--appendonly", "yes"), "OK", "persists to disk (AOF)"),
+    ],
+)
+def test_a_redis_that_refuses_config_is_asked_info(
+    settings: Any,
+    indexnow_settings: Callable[..., Any],
+    own_redis: Callable[..., str],
+    run_check: Any,
+    options: tuple[str, ...],
+    status: str,
+    text: str,
+) -> None:
+    url = own_redis("--save", "", "--rename-command", "CONFIG", '""', *options)
+    settings.RQ_QUEUES = {"default": {"URL": f"{url}/0"}}
+    indexnow_settings(DISPATCH="queue")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, status, text)
+
+
+# --------------------------------------------------------------------------- wiring
+
+
+def test_queue_dispatch_without_django_rq_fails(
+    settings: Any, indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    settings.INSTALLED_APPS = [app for app in settings.INSTALLED_APPS if app != "django_rq"]
+    indexnow_settings(DISPATCH="queue")
+
+    output, error = run_check("--offline")
+
+    assert error is not None
+    assert "django_rq is not in INSTALLED_APPS" in str(error)
+    assert "hint: Add 'django_rq' to INSTALLED_APPS." in output
+
+
+def test_the_app_without_its_middleware_warns(
+    settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    settings.MIDDLEWARE = []
+    indexnow_settings(DISPATCH="sync")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "indexnow.W004: indexnow_django.middleware.IndexNowMiddleware is not in")
+
+
+# --------------------------------------------------------------------------- an http site
+
+
+@pytest.fixture
+def dev_server() -> Iterator[str]:
+    """``manage.py runserver`` of the test project on http://127.0.0.1, its BASE_URL."""
+    port = services.free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "INDEXNOW_TEST_OVERRIDES": json.dumps({"BASE_URL": base}),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        import requests
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(f"{base}/", timeout=1)
+                break
+            except requests.ConnectionError:
+                assert process.poll() is None, "runserver exited"
+                assert time.monotonic() < deadline, "runserver did not start"
+                time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_an_http_site_is_checked_over_http(
+    indexnow_settings: Callable[..., Any], dev_server: str, run_check: Any
+) -> None:
+    indexnow_settings(BASE_URL=dev_server)
+
+    output, error = run_check()
+
+    assert error is None, output
+    host = dev_server.removeprefix("http://")
+    line(output, "OK", f"{host}: key test…6789, key file {dev_server}/test…6789.txt")
+    line(output, "OK", f"key file {dev_server}/test…6789.txt: 200, matches the key")
+    assert "another host" not in output and "https://" + host not in output
+    assert KEY not in output
