@@ -6,10 +6,20 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ModelIndexNow", "__version__", "batch", "register", "submit"]
+__all__ = [
+    "IndexNowQuerySet",
+    "IndexNowQuerySetMixin",
+    "ModelIndexNow",
+    "__version__",
+    "batch",
+    "register",
+    "submit",
+    "submit_objects",
+]
 
 if TYPE_CHECKING:
     from .collector import batch, submit
+    from .queryset import IndexNowQuerySet, IndexNowQuerySetMixin, submit_objects
     from .registry import ModelIndexNow, register
 
 # The public names are imported lazily so that ``import indexnow_django`` (for
@@ -19,6 +29,9 @@ _LAZY = {
     "submit": "collector",
     "ModelIndexNow": "registry",
     "register": "registry",
+    "IndexNowQuerySet": "queryset",
+    "IndexNowQuerySetMixin": "queryset",
+    "submit_objects": "queryset",
 }
 
 

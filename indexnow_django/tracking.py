@@ -69,13 +69,18 @@ logger = logging.getLogger(__name__)
 
 # The registration names stay importable from here.
 __all__ = [
+    "DRAFT",
     "ModelIndexNow",
+    "Seen",
     "connect",
+    "fields_changed",
     "get_registration",
+    "rebuilt",
     "register",
     "registry",
-    "see_changes",
+    "state_of",
     "unregister",
+    "urls_of_change",
 ]
 
 _MUTABLE_TYPES = frozenset({"JSONField", "ArrayField", "HStoreField"})
@@ -85,7 +90,7 @@ _MISSING = object()
 # What an object looks like to the engines --------------------------------------------
 
 
-class _Seen(NamedTuple):
+class Seen(NamedTuple):
     """One object as tracking sees it, before or after a change."""
 
     published: bool
@@ -94,16 +99,16 @@ class _Seen(NamedTuple):
     urls: tuple[str, ...]
 
 
-_DRAFT = _Seen(published=False, when=None, public=False, urls=())
+DRAFT = Seen(published=False, when=None, public=False, urls=())
 
 
-def _see(options: ModelIndexNow, obj: Any, now: datetime.datetime) -> _Seen:
+def _see(options: ModelIndexNow, obj: Any, now: datetime.datetime) -> Seen:
     """Evaluate ``obj`` (URLs only when it is public: a draft's are never needed)."""
     published = bool(options.is_published(obj))
     when = options.publish_time(obj) if published else None
     public = published and (when is None or when <= now)
     urls = tuple([str(u) for u in options.urls(obj)]) if public else ()
-    return _Seen(published, when, public, urls)
+    return Seen(published, when, public, urls)
 
 
 def _failed(instance: models.Model, what: str, error: Exception) -> None:
@@ -118,7 +123,7 @@ def _failed(instance: models.Model, what: str, error: Exception) -> None:
 
 
 def _outcome(
-    plan: Plan, before: _Seen | None, saved: models.Model, counts: bool, using: str
+    plan: Plan, before: Seen | None, saved: models.Model, counts: bool, using: str
 ) -> list[str]:
     """The URLs a change submits (see the change table), scheduling a future publication.
 
@@ -147,7 +152,7 @@ def _outcome(
 class _Pending:
     """An object changed inside a transaction: worked out when it commits."""
 
-    def __init__(self, plan: Plan, before: _Seen | None, saved: models.Model, using: str) -> None:
+    def __init__(self, plan: Plan, before: Seen | None, saved: models.Model, using: str) -> None:
         self.plan = plan
         self.before = before
         self.saved = saved
@@ -186,7 +191,7 @@ def _open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending
 
 def _change(
     plan: Plan,
-    before: _Seen | None,
+    before: Seen | None,
     saved: models.Model,
     counts: bool,
     using: str,
@@ -352,24 +357,39 @@ def _changed(
     return {a for a in attnames if a in current and get(a, _MISSING) != current[a]}
 
 
-def _counts(plan: Plan, changed: set[str]) -> bool:
+def fields_changed(plan: Plan, changed: set[str]) -> bool:
+    """Whether a change of the attnames ``changed`` is one that ``fields`` lists."""
     return plan.attnames is None or not plan.attnames.isdisjoint(changed)
 
 
-def see_changes(
-    plan: Plan, obj: models.Model, old: Mapping[str, Any] | None, changed: set[str], using: str
-) -> None:
-    """Submit what a change of ``obj`` from the stored values ``old`` means.
-
-    Used by bulk operations, which know the stored rows and what they changed.
-    ``old`` is ``None`` for a new row.
-    """
+def state_of(plan: Plan, obj: models.Model) -> Seen | None:
+    """How ``obj`` looks to the engines now (``None``: its options raised, which is logged)."""
     try:
-        before = _DRAFT if old is None else _see(plan.options, _rebuild(obj, old), timezone.now())
+        return _see(plan.options, obj, timezone.now())
     except Exception as error:
         _failed(obj, "work out the stored state before a save", error)
-        return
-    _change(plan, before, obj, _counts(plan, changed), using, copy_saved=False)
+        return None
+
+
+def urls_of_change(
+    plan: Plan, before: Seen | None, saved: models.Model, counts: bool, using: str
+) -> list[str]:
+    """The URLs that a change of ``saved`` from ``before`` submits (see the change table).
+
+    For bulk operations, which know the stored rows and what they changed:
+    ``before`` is :data:`DRAFT` for a new row; ``counts`` says whether a field
+    in ``fields`` changed. Never raises (a failure is logged).
+    """
+    try:
+        return _outcome(plan, before, saved, counts, using)
+    except Exception as error:
+        _failed(saved, "work out the URLs of a save", error)
+        return []
+
+
+def rebuilt(obj: models.Model, values: Mapping[str, Any]) -> models.Model:
+    """A copy of ``obj`` holding ``values`` (by attname) where it has them."""
+    return _rebuild(obj, {**obj.__dict__, **values})
 
 
 # Saves ------------------------------------------------------------------------------------
@@ -379,7 +399,7 @@ class _Before(NamedTuple):
     """What ``pre_save`` learnt for ``post_save``."""
 
     #: The object as stored before the save (``None``: the same as after it).
-    seen: _Seen | None
+    seen: Seen | None
     counts: bool
     #: Stored values of fields deferred on the instance (its unsaved, unloaded fields).
     deferred: Mapping[str, Any] | None = None
@@ -410,7 +430,7 @@ def _before_save(
         info = _info_of(sender)
         values, deferred = _old_values(instance, info, using)
         if values is None:
-            state.indexnow_before = _Before(_DRAFT, True)  # type: ignore[attr-defined]
+            state.indexnow_before = _Before(DRAFT, True)  # type: ignore[attr-defined]
             return
         changed = _changed(values, instance, info, update_fields)
         if not changed:
@@ -418,7 +438,7 @@ def _before_save(
                 state.indexnow_before = _Before(None, True, deferred)  # type: ignore[attr-defined]
             return
         seen = _see(plan.options, _rebuild(instance, values), timezone.now())
-        state.indexnow_before = _Before(seen, _counts(plan, changed), deferred)  # type: ignore[attr-defined]
+        state.indexnow_before = _Before(seen, fields_changed(plan, changed), deferred)  # type: ignore[attr-defined]
     except Exception as error:
         _failed(instance, "work out the stored state before a save", error)
 
@@ -439,7 +459,7 @@ def _before_base_save(
         values = {f.attname: getattr(child, f.attname) for f in instance._meta.concrete_fields}
         changed = _changed(values, instance, _info(type(instance)), update_fields)
         seen = _see(plan.options, child, timezone.now())
-        return _Before(seen, _counts(plan, changed), child=child, plan=plan)
+        return _Before(seen, fields_changed(plan, changed), child=child, plan=plan)
     return None
 
 
@@ -600,7 +620,7 @@ def _m2m_forward(
     if action in ("pre_add", "pre_remove", "post_add", "post_remove") and not pk_set:
         return
     plan, counts = found
-    befores: dict[type[models.Model], _Seen] = state.__dict__.setdefault("indexnow_m2m_before", {})
+    befores: dict[type[models.Model], Seen] = state.__dict__.setdefault("indexnow_m2m_before", {})
     if action.startswith("pre_"):
         if _open_change(instance, connections[using]) is None:
             befores[through] = _see(plan.options, _stored(instance), timezone.now())
@@ -622,7 +642,7 @@ def _m2m_reverse(
         return
     plan, counts = found
     m2m = cast("models.ManyToManyField[Any, Any]", _owning_field(through, model))
-    befores: dict[type[models.Model], list[tuple[models.Model, _Seen]]] = (
+    befores: dict[type[models.Model], list[tuple[models.Model, Seen]]] = (
         instance._state.__dict__.setdefault("indexnow_m2m_reverse", {})
     )
     if action.startswith("pre_"):

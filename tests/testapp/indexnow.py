@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexnow_django import ModelIndexNow, register
-from tests.testapp.models import Article, Document, Page, Post, Restaurant
+from tests.testapp.models import Article, Document, Item, Page, Post, Restaurant
 
 
 @register(Post)
@@ -43,3 +43,13 @@ class ArticleIndexNow(ModelIndexNow):
 
     def urls(self, obj: Any) -> list[str]:
         return [f"/{site.name}{obj.url}" for site in obj.sites.order_by("name")]
+
+
+@register(Item)
+class ItemIndexNow(ModelIndexNow):
+    """``stock`` is not in ``fields``."""
+
+    fields = ["slug", "status"]
+
+    def is_published(self, obj: Any) -> bool:
+        return bool(obj.status == "published")

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from indexnow_django import IndexNowQuerySet
+
 
 class Category(models.Model):
     name = models.CharField(max_length=100)
@@ -117,3 +119,19 @@ class Article(models.Model):
 
     def __str__(self) -> str:
         return str(self.url)
+
+
+class Item(models.Model):
+    """Bulk operations (``update()``, ``bulk_create()``, ``bulk_update()``) submit too."""
+
+    slug = models.SlugField()
+    status = models.CharField(max_length=20, default="draft")
+    stock = models.PositiveIntegerField(default=0)
+
+    objects = IndexNowQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return str(self.slug)
+
+    def get_absolute_url(self) -> str:
+        return f"/items/{self.slug}/"
