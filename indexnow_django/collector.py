@@ -7,6 +7,15 @@ held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
 :func:`indexnow_django.dispatch.dispatch` in one call.
 
+A command may run for ever (a worker, a consumer loop, a shell), so a command
+holds URLs for :data:`COMMAND_HOLD` seconds at most: a timer flushes what it
+holds then, and the end of the command flushes the rest. A short command is
+still one flush. A command that sets up Django's test environment
+(``manage.py test``) is not a unit of work for the code under test: the
+tests' commits are flushed as they happen, where a capture sees them, and
+nothing is left to flush when the run ends. A forked child (rq's work horse)
+never adds to a unit of its parent.
+
 URLs produced inside a transaction join their unit only when the outermost
 transaction commits (``transaction.on_commit(..., robust=True)``); a rolled
 back savepoint drops the URLs registered inside it. Outside any unit, the URLs
@@ -22,6 +31,8 @@ import contextlib
 import contextvars
 import functools
 import logging
+import os
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
@@ -39,6 +50,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "COMMAND_HOLD",
     "Collector",
     "batch",
     "collect",
@@ -52,27 +64,74 @@ __all__ = [
 _ids = count(1)
 
 
-class Collector:
-    """The URLs of one unit of work: deduplicated, in first-seen order, flushed once."""
+#: Seconds a management command holds the URLs it produced before flushing them.
+COMMAND_HOLD = 3.0
 
-    def __init__(self, kind: str = "batch") -> None:
+
+class Collector:
+    """The URLs of one unit of work: deduplicated, in first-seen order, flushed once.
+
+    With ``hold`` (seconds), the URLs are also flushed by a timer that many
+    seconds after the first of them arrived, so that a long unit never holds
+    them for long. Adding and flushing are safe from several threads.
+    """
+
+    def __init__(self, kind: str = "batch", *, hold: float | None = None) -> None:
         self.kind = kind
         self.id = f"{kind}-{next(_ids)}"
         self.urls: dict[str, None] = {}
         self.open = True
+        self.hold = hold
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        #: A command started outside Django's test environment (the test runner itself).
+        self._outside_tests = kind == "command" and not _testing()
 
     def __repr__(self) -> str:
         return f"<Collector {self.id} urls={len(self.urls)} open={self.open}>"
 
+    def accepts(self) -> bool:
+        """Whether URLs produced now in this context belong to this unit."""
+        return self.open and self._pid == os.getpid() and not (self._outside_tests and _testing())
+
     def add(self, urls: Iterable[str]) -> None:
-        for url in urls:
-            self.urls[url] = None
+        with self._lock:
+            for url in urls:
+                self.urls[url] = None
+            if self.hold is not None and self._timer is None and self.urls:
+                self._timer = threading.Timer(self.hold, self._flush_held)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _flush_held(self) -> None:
+        """The timer: flush what the unit holds now; the unit goes on."""
+        with self._lock:
+            self._timer = None
+            urls, self.urls = list(self.urls), {}
+        try:
+            _dispatch(urls, unit=self.id)
+        finally:
+            connections.close_all()  # this thread's, if dispatch opened any
 
     def flush(self, *, response: HttpResponseBase | None = None) -> None:
         """Close the unit and hand its URLs to ``dispatch`` in one call. Never raises."""
-        self.open = False
-        urls, self.urls = list(self.urls), {}
+        with self._lock:
+            self.open = False
+            timer, self._timer = self._timer, None
+            urls, self.urls = list(self.urls), {}
+        if timer is not None:
+            timer.cancel()
+            if timer is not threading.current_thread():
+                timer.join()  # a flush it began finishes before the process may end
         _dispatch(urls, response=response, unit=self.id)
+
+
+def _testing() -> bool:
+    """Whether Django's test environment is set up (it creates ``mail.outbox``)."""
+    from django.core import mail
+
+    return hasattr(mail, "outbox")
 
 
 def _dispatch(urls: list[str], *, response: HttpResponseBase | None = None, unit: str) -> None:
@@ -98,9 +157,9 @@ def current() -> Collector | None:
 
 
 @contextlib.contextmanager
-def unit(kind: str) -> Iterator[Collector]:
+def unit(kind: str, *, hold: float | None = None) -> Iterator[Collector]:
     """A fresh collector for the block; it is *not* flushed here (the caller flushes)."""
-    collector = Collector(kind)
+    collector = Collector(kind, hold=hold)
     token = _current.set(collector)
     try:
         yield collector
@@ -152,7 +211,7 @@ def hand_over(urls: list[str], connection: BaseDatabaseWrapper) -> None:
     collector = current()
     if connection.in_atomic_block:
         _Commit.of(connection).add(connection, collector, urls)
-    elif collector is not None and collector.open:
+    elif collector is not None and collector.accepts():
         collector.add(urls)
     else:
         _dispatch(urls, unit="commit")
@@ -247,8 +306,8 @@ class _Commit:
                 except Exception:
                     logger.exception("IndexNow could not work out URLs at commit")
                     continue
-            target = collector if collector is not None and collector.open else running
-            if target is not None and target.open:
+            target = collector if collector is not None and collector.accepts() else running
+            if target is not None and target.accepts():
                 target.add(urls)
             else:
                 leftovers.update(dict.fromkeys(urls))
@@ -257,35 +316,16 @@ class _Commit:
 
 # Management commands ---------------------------------------------------------
 
-#: Commands that run for a long time or interactively: they are not one unit of
-#: work (each commit in ``shell`` is sent at once; a worker's jobs are units).
-LONG_RUNNING_COMMANDS = frozenset(
-    {
-        "runserver",
-        "testserver",
-        "shell",
-        "shell_plus",
-        "dbshell",
-        "runserver_plus",
-        "rqworker",
-        "rqworker-pool",
-        "rqscheduler",
-    }
-)
-
-
-def _command_name(command: Any) -> str:
-    return str(type(command).__module__).rpartition(".")[2]
-
 
 def install_command_units() -> None:
-    """Make every management command one unit of work, without changing the commands.
+    """Make every management command a unit of work, without changing the commands.
 
     ``BaseCommand.execute`` (which runs for ``manage.py <command>`` and for
     ``call_command``) is wrapped once, so the URLs a command produces are
-    flushed in one call when it returns. A command run inside another unit
-    (``call_command`` from a view, a job or another command) joins that unit.
-    Long-running commands (:data:`LONG_RUNNING_COMMANDS`) are left alone.
+    flushed in one call when it returns, or :data:`COMMAND_HOLD` seconds after
+    they were produced if it is still running then (a worker, a consumer
+    loop, a shell). A command run inside another unit (``call_command`` from
+    a view, a job or another command) joins that unit.
     """
     from django.core.management.base import BaseCommand
 
@@ -295,9 +335,10 @@ def install_command_units() -> None:
 
     @functools.wraps(original)
     def execute(self: BaseCommand, *args: Any, **options: Any) -> Any:
-        if current() is not None or _command_name(self) in LONG_RUNNING_COMMANDS:
+        running = current()
+        if running is not None and running.accepts():
             return original(self, *args, **options)
-        with unit("command") as collector:
+        with unit("command", hold=COMMAND_HOLD) as collector:
             try:
                 return original(self, *args, **options)
             finally:

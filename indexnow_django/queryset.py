@@ -164,6 +164,6 @@ def submit_objects(objs: Iterable[models.Model]) -> int:
     if not urls or not is_enabled():
         return 0
     unit = current()
-    with contextlib.nullcontext() if unit is not None and unit.open else batch():
+    with contextlib.nullcontext() if unit is not None and unit.accepts() else batch():
         collect(urls)
     return len(urls)

@@ -150,7 +150,14 @@ def _outcome(
 
 
 class _Pending:
-    """An object changed inside a transaction: worked out when it commits."""
+    """An object changed inside a transaction: worked out when it commits.
+
+    Each change of the object registers its own on-commit piece; the first
+    that runs works the change out (from the state before the first change
+    to the state then), the others find it done. So a rolled-back savepoint
+    loses only its own piece, and Django's ``captureOnCommitCallbacks``,
+    which runs only the callbacks registered in its block, still sees it.
+    """
 
     def __init__(self, plan: Plan, before: Seen | None, saved: models.Model, using: str) -> None:
         self.plan = plan
@@ -159,10 +166,10 @@ class _Pending:
         self.counts = False
         self.using = using
         self.done = False
-        self.waiting: Callable[[], bool] = lambda: True
+        self.waiting: list[Callable[[], bool]] = []
 
     def open(self) -> bool:
-        return not self.done and self.waiting()
+        return not self.done and any(waiting() for waiting in self.waiting)
 
     def resolve(self) -> list[str]:
         if self.done:
@@ -221,9 +228,9 @@ def _change(
         pending = waiting[(saved._meta.concrete_model, saved.pk)] = _Pending(
             plan, before, saved, using
         )
-        pending.waiting = collect_on_commit(pending.resolve, connection)
     pending.saved = saved
     pending.counts = pending.counts or counts
+    pending.waiting.append(collect_on_commit(pending.resolve, connection))
 
 
 # The stored row -------------------------------------------------------------------------

@@ -7,10 +7,12 @@ loopback engine receives what a user's engine would).
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from django.core.management import call_command
 from django.db import transaction
 
 from indexnow_django import batch, submit
-from indexnow_django.collector import current
+from indexnow_django.collector import COMMAND_HOLD, current
 from tests.testapp.models import Page, Post
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -216,6 +218,104 @@ def test_manage_py_command_flushes_once(engine: Any) -> None:
     assert [p.urls for p in engine.posts] == [
         [f"{BASE}/made/0/", f"{BASE}/made/1/", f"{BASE}/made/2/"]
     ]
+
+
+def command_env(**overrides: Any) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "PYTHONPATH": str(ROOT),
+        "INDEXNOW_TEST_OVERRIDES": json.dumps(overrides),
+    }
+
+
+def test_a_long_running_command_sends_what_it_committed_within_seconds(
+    engine: Any, tmp_path: Path
+) -> None:
+    """No list of command names: any command still running flushes what it holds."""
+    stop = tmp_path / "stop"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "django", "serve_pages", str(stop)],
+        cwd=ROOT,
+        env=command_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "saved first\n"
+        saved = time.time()
+        [post] = engine.wait_for_posts(1, timeout=COMMAND_HOLD + 10)
+        assert post.urls == [f"{BASE}/served/first/"]
+        assert post.received_at - saved < COMMAND_HOLD + 10
+        assert process.poll() is None  # still running
+        stop.touch()
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    assert out == "saved last\n"
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/served/first/"], [f"{BASE}/served/last/"]]
+
+
+def test_a_short_command_saving_50_objects_gives_one_job(redis_conn: Any) -> None:
+    from rq import Queue
+
+    result = subprocess.run(
+        [sys.executable, "-m", "django", "make_pages", "50"],
+        cwd=ROOT,
+        env=command_env(DISPATCH="queue"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    [job] = Queue("default", connection=redis_conn).jobs
+    assert job.args[0] == [f"{BASE}/made/{n}/" for n in range(50)]
+
+
+def test_manage_py_test_captures_and_leaves_nothing_to_send(
+    engine: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A project's own TestCase tests under Django's test runner (a subprocess)."""
+    import redis
+
+    queue_db = redis.Redis.from_url(f"{redis_url}/3")
+    queue_db.flushdb()
+    env = {
+        **os.environ,
+        "RUNNER_DB": str(tmp_path / "runner.sqlite3"),
+        "RUNNER_REDIS_URL": f"{redis_url}/3",
+        "RUNNER_ENGINE_URL": engine.url,
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "runner_project" / "manage.py"),
+            "test",
+            "tests.runner_project.publishing",
+            "-v",
+            "2",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Ran 3 tests" in result.stderr
+    assert "Destroying test database" in result.stderr
+    time.sleep(0.5)  # anything sent late would have arrived
+    assert engine.posts == []
+    assert queue_db.keys("rq:*") == []
+    queue_db.close()
 
 
 def test_a_command_called_inside_a_unit_joins_it(flushes: list[list[str]]) -> None:
