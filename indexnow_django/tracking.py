@@ -48,6 +48,7 @@ from django.db.models.signals import (
     pre_save,
 )
 from django.utils import timezone
+from django.utils.inspect import func_accepts_kwargs, func_supports_parameter
 
 from .collector import collect_on_commit, hand_over
 from .conf import is_enabled
@@ -706,10 +707,18 @@ def _hook_loading(tracked: Mapping[type[models.Model], _Info]) -> None:
 
 
 def _loading_hook(loader: Callable[..., models.Model]) -> Callable[..., models.Model]:
+    # Django 6.1 passes ``fetch_mode=`` to ``from_db``; a model's own older override
+    # may not take it, and then it is not passed on (Django itself does the same).
+    passes_options = func_supports_parameter(loader, "fetch_mode") or func_accepts_kwargs(loader)
+
     def from_db(
-        cls: type[models.Model], db: str | None, field_names: Any, values: Any
+        cls: type[models.Model], db: str | None, field_names: Any, values: Any, **options: Any
     ) -> models.Model:
-        obj = loader(cls, db, field_names, values)
+        obj = (
+            loader(cls, db, field_names, values, **options)
+            if passes_options
+            else (loader(cls, db, field_names, values))
+        )
         info = _tracked.get(cls)
         if info is not None and info.mutable:
             mutable = info.mutable
