@@ -28,6 +28,7 @@ import requests
 import urllib3
 
 from . import __version__
+from .masking import mask_url
 
 __all__ = [
     "ENGINE_ENDPOINTS",
@@ -89,7 +90,8 @@ def resolve_engine(entry: str) -> Engine:
         return Engine(name, ENGINE_ENDPOINTS[name])
     parts = urlsplit(entry.strip())
     if parts.scheme in {"http", "https"} and parts.hostname:
-        return Engine(parts.netloc.lower(), entry.strip())
+        # The name shows in every log line: host and port, never user info.
+        return Engine(parts.netloc.rpartition("@")[2].lower(), entry.strip())
     known = ", ".join(ENGINE_ENDPOINTS)
     raise ValueError(f"{entry!r} is neither a known engine ({known}) nor an http(s) URL")
 
@@ -366,7 +368,11 @@ class IndexNowClient:
         if timed_out:
             message = f"{engine.name}: no answer within {self.timeout:g}s (timeout, {error})"
         else:
-            message = f"{engine.name}: network error ({error}): {excerpt(str(exc))}"
+            detail = str(exc)
+            query = urlsplit(engine.endpoint).query
+            if query:  # the exception quotes the request's path: hide a token it carries
+                detail = detail.replace(query, urlsplit(mask_url(engine.endpoint)).query)
+            message = f"{engine.name}: network error ({error}): {excerpt(detail)}"
         return PostResult(
             engine,
             host,

@@ -119,33 +119,30 @@ def _retry(
             queue.name,
         )
         return [], results
-    by_engine: dict[str, list[PostResult]] = {}
-    for result in results:
-        by_engine.setdefault(result.engine.endpoint, []).append(result)
     job_ids: list[str] = []
-    for endpoint, engine_results in by_engine.items():
-        urls = list(dict.fromkeys(url for r in engine_results for url in r.urls))
-        delay = max(conf.retry.delay(r.status, attempt, r.retry_after) for r in engine_results)
+    for retry in conf.retry.plan(results, attempt):
         job = enqueue_delivery(
             queue,
-            urls,
+            retry.urls,
             batch_id=batch_id,
-            attempt=attempt + 1,
-            engines=[endpoint],
+            attempt=retry.attempt,
+            engines=[retry.engine.endpoint],
             force=force,
-            delay=delay,
+            delay=retry.delay,
             conf=conf,
         )
-        first = engine_results[0]
+        first = retry.results[0]
         logger.warning(
-            "IndexNow retry batch=%s engine=%s count=%d status=%s attempt=%d/%d in=%.1fs job=%s",
+            "IndexNow retry batch=%s engine=%s count=%d status=%s error=%s attempt=%d/%d "
+            "in=%.1fs job=%s",
             batch_id,
-            first.engine.name,
-            len(urls),
+            retry.engine.name,
+            len(retry.urls),
             first.status if first.status is not None else "-",
-            attempt + 1,
+            first.error or "-",
+            retry.attempt,
             conf.retry.max_attempts,
-            delay,
+            retry.delay,
             job.id,
         )
         job_ids.append(job.id)

@@ -132,6 +132,15 @@ def test_connection_refused_is_retryable_and_names_the_error():
     assert result.message.startswith("closed: network error (ConnectionError): ")
 
 
+def test_credentials_of_an_endpoint_stay_out_of_names_and_messages():
+    engine = resolve_engine(f"http://bot:s3cret@127.0.0.1:{free_port()}/indexnow?token=t0ken")
+    assert engine.name.startswith("127.0.0.1:")
+    result = post(engine)
+    assert result.error == "ConnectionError"
+    assert "/indexnow?token=***" in result.message
+    assert "s3cret" not in result.message and "t0ken" not in result.message
+
+
 def test_hanging_engine_names_the_timeout_class(engine, target):
     engine.queue_replies(Reply(200, delay=3))
     result = post(target, timeout=0.5)

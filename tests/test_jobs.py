@@ -159,12 +159,13 @@ def test_network_error_is_retried_then_fails_naming_the_count(
     )
     dispatch(["/a/"])
     batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
-    start_worker(overrides)
+    worker = start_worker(overrides)
 
     jobs = wait_for_batch(redis_conn, batch_id, 2, "failed")
     text = exc_string(jobs[-1])
     assert "gave up after 2 attempts" in text
-    assert "network error" in text
+    assert "network error (ConnectionError)" in text
+    assert "status=- error=ConnectionError attempt=2/2" in worker.output()
 
 
 def test_403_fails_at_once_with_the_answer_the_hint_and_the_key_file_url_then_requeue_sends(
