@@ -133,17 +133,17 @@ def _retry(
         )
         first = retry.results[0]
         logger.warning(
-            "IndexNow retry batch=%s engine=%s count=%d status=%s error=%s attempt=%d/%d "
-            "in=%.1fs job=%s",
+            "IndexNow retry batch=%s engine=%s count=%d status=%s attempt=%d/%d in=%.1fs "
+            "job=%s error=%s",
             batch_id,
             retry.engine.name,
             len(retry.urls),
             first.status if first.status is not None else "-",
-            first.error or "-",
             retry.attempt,
             conf.retry.max_attempts,
             retry.delay,
             job.id,
+            first.error or "-",
         )
         job_ids.append(job.id)
     return job_ids, []

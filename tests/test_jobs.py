@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -165,7 +166,7 @@ def test_network_error_is_retried_then_fails_naming_the_count(
     text = exc_string(jobs[-1])
     assert "gave up after 2 attempts" in text
     assert "network error (ConnectionError)" in text
-    assert "status=- error=ConnectionError attempt=2/2" in worker.output()
+    assert re.search(r"status=- attempt=2/2 in=\S+ job=\S+ error=ConnectionError", worker.output())
 
 
 def test_403_fails_at_once_with_the_answer_the_hint_and_the_key_file_url_then_requeue_sends(
