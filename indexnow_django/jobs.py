@@ -25,19 +25,36 @@ once, saying so, and it can be requeued from the failed job registry.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .client import PostResult
 from .conf import IndexNowSettings, get_settings
 from .exceptions import RetriesExhausted, SubmissionRejected
-from .queue import META_FAILED_AT, enqueue_delivery, get_queue, is_delivery, new_batch_id
+from .queue import (
+    META_ATTEMPT,
+    META_BATCH_ID,
+    META_FAILED_AT,
+    enqueue_delivery,
+    fail_job,
+    get_queue,
+    heartbeat,
+    is_delivery,
+    new_batch_id,
+    orphaned_jobs,
+    retire_job,
+)
 from .submitter import deliver_now
+
+if TYPE_CHECKING:
+    from rq.job import Job
+    from rq.queue import Queue
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["deliver", "rejection_hint"]
+__all__ = ["deliver", "rejection_hint", "resend_orphans"]
 
 
 def deliver(
@@ -69,7 +86,8 @@ def deliver(
         attempt = 1
         del job.meta[META_FAILED_AT]
         job.save_meta()  # type: ignore[no-untyped-call]
-    report = deliver_now(urls, engines=engines, force=force, batch_id=batch_id, conf=conf)
+    with _alive_while_sending(job, conf):
+        report = deliver_now(urls, engines=engines, force=force, batch_id=batch_id, conf=conf)
     if engines is not None and not report.results and not report.debounced:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
         gone = [engine for engine in engines if engine not in configured]
@@ -101,6 +119,72 @@ def deliver(
         "debounced": report.debounced_count,
         "retry_jobs": retry_jobs,
     }
+
+
+def _alive_while_sending(
+    job: Job | None, conf: IndexNowSettings
+) -> contextlib.AbstractContextManager[None]:
+    """A heartbeat of ``job`` while it sends, when a worker runs it (see :func:`resend_orphans`)."""
+    if job is None or not get_queue(conf).is_async:
+        return contextlib.nullcontext()
+    return heartbeat(job)
+
+
+def resend_orphans(queue: Queue) -> list[str]:
+    """Send again the delivery jobs of ``queue`` whose whole worker died; return the new ids.
+
+    Run by the worker class every few seconds (see :mod:`indexnow_django.worker`).
+    An orphan counts as an attempt: it is sent again as a new job, with the
+    same URLs, engines and batch id and the next attempt number, and removed
+    from rq. At ``MAX_ATTEMPTS`` it goes to the failed job registry instead,
+    with a message naming the count (requeued from there, it starts over).
+    """
+    conf = get_settings()
+    resent: list[str] = []
+    for job in orphaned_jobs(queue):
+        batch_id = str(job.meta.get(META_BATCH_ID) or job.kwargs.get("batch_id") or "-")
+        attempt = int(job.meta.get(META_ATTEMPT) or job.kwargs.get("attempt") or 1)
+        worker = job.worker_name or "?"
+        maximum = conf.retry.max_attempts
+        if attempt >= maximum:
+            message = (
+                f"IndexNow batch {batch_id} gave up after {attempt} attempts "
+                f"(RETRY['MAX_ATTEMPTS'] is {maximum}): worker {worker} died while running "
+                "the last one. Requeue the job to try again."
+            )
+            job.meta[META_FAILED_AT] = attempt
+            job.save_meta()  # type: ignore[no-untyped-call]
+            fail_job(job, queue, message, conf)
+            logger.error(
+                "IndexNow failed batch=%s attempt=%d/%d job=%s: worker %s died",
+                batch_id,
+                attempt,
+                maximum,
+                job.id,
+                worker,
+            )
+            continue
+        successor = enqueue_delivery(
+            queue,
+            job.args[0],
+            batch_id=batch_id,
+            attempt=attempt + 1,
+            engines=job.kwargs.get("engines"),
+            force=bool(job.kwargs.get("force", False)),
+            conf=conf,
+        )
+        retire_job(job, queue)
+        logger.warning(
+            "IndexNow resent batch=%s attempt=%d/%d job=%s: worker %s died running job=%s",
+            batch_id,
+            attempt + 1,
+            maximum,
+            successor.id,
+            worker,
+            job.id,
+        )
+        resent.append(successor.id)
+    return resent
 
 
 def _retry(

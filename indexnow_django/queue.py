@@ -14,7 +14,11 @@ same rules:
   for delivery jobs and scheduled publications alike;
 * a due time rounded *up* to rq's whole seconds (:func:`due_at`), so that a
   job never runs before the moment it was given;
-* the ``job.meta`` keys of a delivery job and the batch id they share.
+* the ``job.meta`` keys of a delivery job and the batch id they share;
+* a heartbeat in Redis while a delivery job runs (:func:`heartbeat`), so that
+  a job whose whole worker died (killed, or a cold shutdown) is found within
+  seconds (:func:`orphaned_jobs`) rather than when rq's own maintenance gives
+  up on it, about 13 minutes later.
 
 :func:`enqueue_delivery` puts a job of :func:`indexnow_django.jobs.deliver` on
 the queue, now or later; :func:`schedule_once` puts any job in rq's scheduled
@@ -23,10 +27,13 @@ registry under a given id, once.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +44,8 @@ if TYPE_CHECKING:
     from rq.job import Job
     from rq.queue import Queue
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "DELIVERY_FUNC",
     "META_ATTEMPT",
@@ -46,11 +55,15 @@ __all__ = [
     "connection",
     "due_at",
     "enqueue_delivery",
+    "fail_job",
     "failure_ttl",
     "get_queue",
+    "heartbeat",
     "is_delivery",
     "job_timeout",
     "new_batch_id",
+    "orphaned_jobs",
+    "retire_job",
     "schedule_once",
 ]
 
@@ -68,6 +81,12 @@ DELIVERY_FUNC = "indexnow_django.jobs.deliver"
 #: connection settings say otherwise. Without it a Redis host that drops
 #: packets (or a frozen server) would hold the request for ever.
 REDIS_TIMEOUT = 2.0
+
+#: A running delivery job renews its heartbeat this often (seconds) ...
+HEARTBEAT_EVERY = 5.0
+#: ... and each heartbeat lasts this long: a job whose worker died has none
+#: this many seconds after the last one.
+HEARTBEAT_TTL = 15
 
 _clients: dict[tuple[str, str, float], Redis] = {}
 
@@ -210,3 +229,114 @@ def schedule_once(
     except DuplicateJobError:
         return None
     return job
+
+
+def _heartbeat_key(job_id: str) -> str:
+    return f"indexnow:heartbeat:{job_id}"
+
+
+@contextlib.contextmanager
+def heartbeat(job: Job) -> Iterator[None]:
+    """Keep a heartbeat of ``job`` in Redis while the block runs (see :func:`orphaned_jobs`).
+
+    A thread renews it every :data:`HEARTBEAT_EVERY` seconds; it lasts
+    :data:`HEARTBEAT_TTL` seconds, so it stops soon after the process running
+    the job dies, however it dies. Call it only in the process that runs the
+    job. Never raises for Redis.
+    """
+    key = _heartbeat_key(job.id)
+    connection = job.connection
+    stop = threading.Event()
+
+    def beat() -> bool:
+        try:
+            connection.set(key, "1", ex=HEARTBEAT_TTL)
+        except Exception as exc:
+            logger.warning(
+                "IndexNow heartbeat of job=%s not renewed (%s: %s)", job.id, type(exc).__name__, exc
+            )
+            return False
+        return True
+
+    def keep_beating() -> None:
+        while not stop.wait(HEARTBEAT_EVERY):
+            beat()
+
+    beat()  # before the work starts
+    thread = threading.Thread(target=keep_beating, name="indexnow-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        # The last heartbeat is left to expire: it covers the moment between
+        # the end of the block and rq marking the job as ended.
+        stop.set()
+        thread.join(HEARTBEAT_EVERY)
+
+
+def orphaned_jobs(queue: Queue) -> list[Job]:
+    """The delivery jobs of ``queue`` that rq counts as running but that have no heartbeat.
+
+    Their worker died (SIGKILL, a cold shutdown, a machine gone): rq would
+    leave them in its started job registry until its maintenance moves them
+    to the failed job registry, and never retry them. A job that started less
+    than :data:`HEARTBEAT_TTL` seconds ago is left alone (it may not have
+    beaten yet). Each orphan is handed to one caller only, whichever worker
+    asks first.
+    """
+    from rq.job import JobStatus
+
+    ids = queue.started_job_registry.get_job_ids()
+    if not ids:
+        return []
+    connection = queue.connection
+    recent = time.time() - HEARTBEAT_TTL
+    jobs = [
+        job
+        for job in queue.job_class.fetch_many(ids, connection=connection)
+        if job is not None
+        and is_delivery(job)
+        and job.get_status(refresh=False) == JobStatus.STARTED
+        and job.started_at is not None
+        and _timestamp(job.started_at) < recent
+    ]
+    if not jobs:
+        return []
+    pipe = connection.pipeline(transaction=False)
+    for job in jobs:
+        pipe.exists(_heartbeat_key(job.id))
+    beating = pipe.execute()
+    return [
+        job
+        for job, alive in zip(jobs, beating, strict=True)
+        if not alive and connection.set(f"indexnow:orphan:{job.id}", "1", nx=True, ex=3600)
+    ]
+
+
+def _timestamp(when: datetime) -> float:
+    """rq keeps naive UTC datetimes (or aware ones, depending on the version)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+def retire_job(job: Job, queue: Queue) -> None:
+    """Remove ``job`` (sent again under a new id) from rq: its registries and itself."""
+    pipe = queue.connection.pipeline()
+    queue.started_job_registry.remove_executions(job, pipeline=pipe)
+    pipe.execute()
+    job.delete()
+
+
+def fail_job(job: Job, queue: Queue, message: str, conf: IndexNowSettings) -> None:
+    """Move ``job`` (not running any more) to the failed job registry with ``message``."""
+    from rq.job import JobStatus
+    from rq.results import Result
+
+    ttl = failure_ttl(conf)
+    pipe = queue.connection.pipeline()
+    job.set_status(JobStatus.FAILED, pipeline=pipe)
+    queue.started_job_registry.remove_executions(job, pipeline=pipe)
+    queue.failed_job_registry.add(job, ttl=ttl, exc_string=message, pipeline=pipe)
+    Result.create_failure(job, ttl, exc_string=message, pipeline=pipe)
+    pipe.execute()

@@ -1,4 +1,4 @@
-"""The rq worker class that gives every job its own unit of work.
+"""The rq worker class: a unit of work per job, and delivery jobs of dead workers sent again.
 
 A job that saves tracked objects (one of the site's own jobs, not only ours)
 produces URLs like a request does. :class:`Worker` wraps each job it performs
@@ -8,20 +8,34 @@ when the job ends, in the process that ran it (the forked work horse, whose
 
     RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}
 
+While it waits for jobs, the worker also looks, every
+:data:`SWEEP_EVERY` seconds, for delivery jobs whose whole worker died (killed,
+a cold shutdown, a machine gone) and sends them again
+(:func:`indexnow_django.jobs.resend_orphans`): without it rq leaves such a job
+in its started job registry for about 13 minutes, then fails it, and never
+retries it. A busy worker looks when it is idle again; any idle worker of the
+queue will do.
+
 :class:`SimpleWorker` is the same for rq's non-forking worker, and
 :class:`UnitOfWorkMixin` adds the behaviour to a worker class of your own.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from rq.worker import SimpleWorker as RQSimpleWorker
 from rq.worker import Worker as RQWorker
 
 from .collector import batch
+from .jobs import resend_orphans
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
+    "SWEEP_EVERY",
     "WORKER_CLASS_LINE",
     "SimpleWorker",
     "UnitOfWorkMixin",
@@ -34,18 +48,53 @@ __all__ = [
 WORKER_CLASS_LINE = 'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}'
 
 
+#: Seconds between two looks for delivery jobs whose worker died.
+SWEEP_EVERY = 10
+
+
 class UnitOfWorkMixin:
-    """Runs each job in its own unit of work, flushed when the job ends.
+    """Runs each job in its own unit of work, flushed when the job ends; sends again the
+    delivery jobs of dead workers.
 
     ``perform_job`` runs in the process that executes the job (the work
     horse). Its signature differs between rq versions (rq 3 adds the
     execution), so the arguments are passed through untouched.
+
+    The look for dead workers' jobs rides on rq's maintenance hook, which the
+    waiting worker consults each time it stops waiting: the wait is cut to
+    :data:`SWEEP_EVERY` seconds, and the hook runs rq's own maintenance only
+    when rq asks for it.
     """
+
+    _indexnow_next_sweep = 0.0
 
     def perform_job(self, *args: Any, **kwargs: Any) -> bool:
         with batch():
             result: bool = super().perform_job(*args, **kwargs)  # type: ignore[misc]
         return result
+
+    @property
+    def dequeue_timeout(self) -> int:
+        return min(int(super().dequeue_timeout), SWEEP_EVERY)  # type: ignore[misc]
+
+    @property
+    def should_run_maintenance_tasks(self) -> bool:
+        rq_wants: bool = super().should_run_maintenance_tasks  # type: ignore[misc]
+        return rq_wants or time.monotonic() >= self._indexnow_next_sweep
+
+    def run_maintenance_tasks(self) -> None:
+        if super().should_run_maintenance_tasks:  # type: ignore[misc]
+            super().run_maintenance_tasks()  # type: ignore[misc]
+        self._indexnow_next_sweep = time.monotonic() + SWEEP_EVERY
+        self.resend_orphans()
+
+    def resend_orphans(self) -> None:
+        """Send again the delivery jobs of this worker's queues whose worker died. Never raises."""
+        for queue in self.queues:  # type: ignore[attr-defined]
+            try:
+                resend_orphans(queue)
+            except Exception:
+                logger.exception("IndexNow could not look for orphaned jobs queue=%s", queue.name)
 
 
 class Worker(UnitOfWorkMixin, RQWorker):

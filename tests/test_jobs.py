@@ -322,3 +322,60 @@ def test_a_retry_for_an_engine_no_longer_configured_is_dropped_with_a_warning(en
         "retry_jobs": [],
     }
     assert f"engine(s) {gone} no longer in INDEXNOW['ENGINES']" in caplog.text
+
+
+def test_a_job_whose_whole_worker_was_killed_mid_post_is_sent_by_another_worker(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    """SIGKILL of the worker, its work horse and its scheduler while the engine holds the
+    POST: rq would leave the job "started" for about 13 minutes and never retry it."""
+    from rq.exceptions import NoSuchJobError
+
+    overrides = queue_settings(indexnow_settings, HTTP={"TIMEOUT": 30})
+    engine.queue_replies(Reply(200, delay=25))  # answered after the worker is gone
+    dispatch(["/a/"])
+    job = only_queued_job(redis_conn)
+    batch_id = job.meta[META_BATCH_ID]
+    doomed = start_worker(overrides)
+    engine.wait_for_posts(1, timeout=20)
+    start_worker(overrides)  # the one left running
+
+    doomed.kill()
+    killed_at = time.time()
+
+    [successor] = wait_for_batch(redis_conn, batch_id, 1, "finished", timeout=120)
+    posts = engine.wait_for_posts(2, timeout=5)
+    assert posts[1].received_at - killed_at < 60  # the bound documented is 2 minutes
+    assert [post.urls for post in posts] == [[A], [A]]
+    assert successor.id != job.id
+    assert successor.meta[META_ATTEMPT] == 2
+    assert successor.kwargs == {"batch_id": batch_id, "attempt": 2, "force": False}
+    assert successor.latest_result().return_value["accepted"] == 1
+    with pytest.raises(NoSuchJobError):
+        fetch(redis_conn, job.id)  # gone from rq, not left "started"
+    time.sleep(3)
+    assert len(engine.posts) == 2  # sent again once only
+    assert failed_ids(redis_conn) == []
+
+
+def test_a_worker_killed_at_the_last_attempt_fails_the_job_naming_the_count(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    overrides = queue_settings(
+        indexnow_settings, HTTP={"TIMEOUT": 30}, RETRY={**FAST_RETRY, "MAX_ATTEMPTS": 1}
+    )
+    engine.queue_replies(Reply(200, delay=25))
+    dispatch(["/a/"])
+    job = only_queued_job(redis_conn)
+    doomed = start_worker(overrides)
+    engine.wait_for_posts(1, timeout=20)
+    start_worker(overrides)
+
+    doomed.kill()
+
+    wait_for_status(redis_conn, [job.id], ["failed"], timeout=120)
+    text = exc_string(fetch(redis_conn, job.id))
+    assert "gave up after 1 attempts (RETRY['MAX_ATTEMPTS'] is 1)" in text
+    assert f"worker {doomed.name} died" in text
+    assert failed_ids(redis_conn) == [job.id]
+    assert len(engine.posts) == 1

@@ -136,6 +136,26 @@ class WorkerProcess:
                 )
             time.sleep(0.05)
 
+    def children(self) -> list[int]:
+        """The pids of the worker's child processes (its work horse, its scheduler)."""
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # "pid (comm) state ppid ...": comm may hold spaces, so split after it.
+                fields = stat.read_text().rpartition(")")[2].split()
+                if int(fields[1]) == self.pid:
+                    children.append(int(stat.parent.name))
+        return children
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker: its children first (rq's work horse runs in a session
+        of its own), then the worker itself; as a machine that dies would."""
+        for pid in [*self.children(), self.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert self.proc is not None
+        self.proc.wait(5)
+
     def stop(self, timeout: float = 15.0) -> None:
         """Warm shutdown (SIGTERM: the current job finishes), then SIGKILL the whole group."""
         if self.proc is None or self.proc.poll() is not None:
