@@ -157,6 +157,8 @@ class IndexNowSettings:
                     options.get("KEY_LOCATION")
                     or (None if options.get("KEY") else self.key_location),
                 )
+        for host in _contributed_hosts():
+            entries.setdefault(host, HostConfig(host, self.key, None))
         if base.scheme != "https" and base.netloc in entries:
             # Engines look for the key file over https unless told: name the
             # http one in every request (``keyLocation``).
@@ -625,6 +627,23 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         history_enabled=conf["HISTORY"]["ENABLED"],
         history_retention_days=conf["HISTORY"]["RETENTION_DAYS"],
     )
+
+
+def _contributed_hosts() -> list[str]:
+    """Hosts that installed apps allow besides ``HOSTS`` (with the default key): an app
+    config's ``indexnow_hosts()``, e.g. ``indexnow_django.contrib.wagtail``'s sites."""
+    from django.apps import apps
+
+    hosts: list[str] = []
+    for app_config in apps.get_app_configs():
+        source = getattr(app_config, "indexnow_hosts", None)
+        if source is not None:
+            for host in source():
+                try:
+                    hosts.append(normalize_host(host))
+                except InvalidURL:
+                    continue
+    return hosts
 
 
 _cache: IndexNowSettings | None = None

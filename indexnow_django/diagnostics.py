@@ -52,6 +52,7 @@ SECTIONS: dict[str, str] = {
     "hosts": "Hosts and key files",
     "debounce": "Debounce cache",
     "models": "Registered models",
+    "sites": "Sites (from installed apps, e.g. Wagtail)",
     "jobs": "Jobs",
 }
 
@@ -799,6 +800,18 @@ def _models_section(diag: Diagnosis) -> None:
         )
 
 
+def _contributed_sections(diag: Diagnosis) -> None:
+    """Findings of installed apps: an app config's ``indexnow_diagnostics()`` yields
+    ``(section, status, message, data)``, e.g. ``indexnow_django.contrib.wagtail``'s sites."""
+    from django.apps import apps
+
+    for app_config in apps.get_app_configs():
+        source = getattr(app_config, "indexnow_diagnostics", None)
+        if source is not None:
+            for section, status, message, data in source():
+                diag.add(section, Status(status), message, **data)
+
+
 def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Diagnosis:
     """Check everything delivery depends on; see the module docstring."""
     diag = Diagnosis()
@@ -821,6 +834,7 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     _hosts_section(diag, conf, offline=offline, timeout=timeout)
     _debounce_section(diag, conf, mode, state)
     _models_section(diag)
+    _contributed_sections(diag)
     if state is not None:
         _jobs_section(diag, state, conf)
     return diag

@@ -1,0 +1,1 @@
+"""Integrations with other Django apps, each in its own installable app."""

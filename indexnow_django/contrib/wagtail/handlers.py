@@ -1,0 +1,290 @@
+"""Wagtail's page events turned into URLs for the current unit of work.
+
+Connected by the app's ``ready()`` (:func:`connect`), for every page type:
+
+``pre_save`` / ``post_save`` of a page
+    Before the first save in a transaction that can change where a page is
+    public (publish, unpublish, expiry, a move, a slug change), the stored
+    row says what was live: its public URLs, and, when the page's
+    ``url_path`` is about to change, those of its live descendants (Wagtail
+    rewrites their paths with a bulk update that sends no signal). A page
+    created in the transaction had none. When the transaction commits, the
+    page and its descendants are read again, and the URLs that changed side
+    are submitted: the old ones and the new ones. A state that lived only
+    inside the transaction (the admin creates a page live, then schedules
+    it) is never submitted. Draft saves (which only touch Wagtail's revision
+    bookkeeping) cost nothing.
+``page_published``
+    The page's current public URLs, so that publishing again (no URL change)
+    is submitted too. A publish scheduled for later sends nothing (the page is
+    not live yet); ``publish_scheduled`` publishes it and this runs then.
+``pre_delete`` of a page (each page of a deleted subtree)
+    The URLs that were public, read from the row before it is gone.
+a view restriction saved or deleted
+    A new restriction submits the pages that it hides (they are gone for the
+    engines); a removed one submits the pages that are public again, once
+    the transaction commits.
+
+Everything goes through :func:`indexnow_django.collector.collect`, so the
+request, command or job is one flush, URLs wait for their transaction to
+commit, and a rollback drops them. Nothing here raises into Wagtail's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
+from wagtail.models import Page, PageViewRestriction
+from wagtail.signals import page_published
+
+from ...collector import collect
+from ...conf import is_enabled
+from .pages import PageURLs
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["connect", "disconnect"]
+
+#: A save whose ``update_fields`` name none of these cannot change a page's URLs
+#: or whether it is live (Wagtail's draft saves name only revision bookkeeping).
+URL_FIELDS = frozenset({"live", "slug", "url_path", "path", "depth"})
+
+
+@contextlib.contextmanager
+def _guard(what: str, pk: Any) -> Iterator[None]:
+    """Log, never raise, what goes wrong (Wagtail's action carries on)."""
+    try:
+        yield
+    except Exception:
+        logger.exception("IndexNow could not %s page=%s; its URLs are not submitted", what, pk)
+
+
+def _using(instance: Any, using: str | None = None) -> str:
+    return using or instance._state.db or "default"
+
+
+# Saves: what was live before the transaction, what is live after it ----------
+
+
+@dataclass
+class _Before:
+    """A page as it was before the transaction that saves it (first save wins)."""
+
+    urls: tuple[str, ...]
+    #: Public URLs of its live descendants, read before its path changed
+    #: (``None``: its path has not changed in this transaction).
+    descendants: list[str] | None = None
+
+
+#: Pages saved in the current transaction of each connection: their "before",
+#: and a weak reference to the commit callback that settles them. A rollback
+#: drops the callback (and CPython frees it), which makes the entry stale.
+_pending: weakref.WeakKeyDictionary[Any, dict[Any, tuple[weakref.ref[Any], _Before]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _pending_before(connection: Any, pk: Any) -> _Before | None:
+    entry = _pending.get(connection, {}).get(pk)
+    if entry is None or entry[0]() is None:
+        return None
+    return entry[1]
+
+
+def _expect(connection: Any, using: str, pk: Any, before: _Before) -> None:
+    """Settle page ``pk`` against ``before`` once the current transaction commits."""
+    pages = _pending.setdefault(connection, {})
+
+    def indexnow_settle_page() -> None:
+        pages.pop(pk, None)
+        _settle(pk, using, before)
+
+    pages[pk] = (weakref.ref(indexnow_settle_page), before)
+    connection.on_commit(indexnow_settle_page, robust=True)
+
+
+def _before_save(
+    sender: type[Any],
+    instance: Any,
+    raw: bool = False,
+    using: str | None = None,
+    update_fields: Any = None,
+    **kwargs: Any,
+) -> None:
+    if raw or not isinstance(instance, Page) or instance._state.adding or not is_enabled():
+        return  # a new page is expected by _after_save, once it has a primary key
+    if update_fields is not None and not URL_FIELDS.intersection(update_fields):
+        return
+    using = _using(instance, using)
+    connection = connections[using]
+    if not connection.in_atomic_block:
+        return  # Page.save() is atomic: only a save that bypasses it gets here
+    with _guard("read the stored state of", instance.pk):
+        pending = _pending_before(connection, instance.pk)
+        if pending is not None and pending.descendants is not None:
+            return  # saved before in this transaction: that "before" stands
+        stored = Page.objects.using(using).filter(pk=instance.pk).first()
+        if stored is None:
+            return
+        moves = stored.url_path != instance.url_path
+        if pending is not None:
+            if moves:  # its path changes only now: its descendants' old URLs are still stored
+                pending.descendants = PageURLs(using).subtree_urls(stored, include_page=False)
+            return
+        if not moves and stored.live == instance.live:
+            return  # neither its URLs nor whether it is live can change
+        urls = PageURLs(using)
+        before = _Before(
+            tuple(urls.urls(stored)),
+            urls.subtree_urls(stored, include_page=False) if moves else None,
+        )
+        _expect(connection, using, instance.pk, before)
+
+
+def _after_save(
+    sender: type[Any],
+    instance: Any,
+    created: bool = False,
+    raw: bool = False,
+    using: str | None = None,
+    **kwargs: Any,
+) -> None:
+    if not created or raw or not isinstance(instance, Page) or not is_enabled():
+        return
+    using = _using(instance, using)
+    connection = connections[using]
+    if connection.in_atomic_block:
+        # A new page had no URL before: whatever it has once committed is new.
+        with _guard("follow the creation of", instance.pk):
+            _expect(connection, using, instance.pk, _Before(()))
+
+
+def _settle(pk: Any, using: str, before: _Before) -> None:
+    """After the commit: submit the page's URLs that changed side, and its descendants'."""
+    with _guard("submit the changes of", pk):
+        page = Page.objects.using(using).filter(pk=pk).first()
+        urls = PageURLs(using)
+        new = urls.urls(page) if page is not None else []
+        changed: list[str] = []
+        if set(before.urls) != set(new):
+            changed += [*before.urls, *new]
+        if before.descendants is not None:
+            changed += before.descendants
+            if page is not None:
+                changed += urls.subtree_urls(page, include_page=False)
+        collect(changed, using)
+
+
+# Publishing and deleting -------------------------------------------------------
+
+
+def _published(sender: type[Any], instance: Any, **kwargs: Any) -> None:
+    if not is_enabled():
+        return
+    with _guard("submit the publication of", instance.pk):
+        using = _using(instance)
+        collect(PageURLs(using).urls(instance), using)
+
+
+def _before_delete(
+    sender: type[Any], instance: Any, using: str | None = None, **kwargs: Any
+) -> None:
+    if not is_enabled():
+        return
+    with _guard("submit the deletion of", instance.pk):
+        using = _using(instance, using)
+        # The instance Django's deletion collector hands over may be one it built
+        # from a child page's parent link, without the stored values: read the row.
+        stored = Page.objects.using(using).filter(pk=instance.pk).first()
+        if stored is not None:
+            collect(PageURLs(using).urls(stored), using)
+
+
+# View restrictions ---------------------------------------------------------------
+
+
+def _restriction_saved(
+    sender: type[Any],
+    instance: PageViewRestriction,
+    created: bool = False,
+    raw: bool = False,
+    using: str | None = None,
+    **kwargs: Any,
+) -> None:
+    if raw or not created or instance.restriction_type == PageViewRestriction.NONE:
+        return
+    if not is_enabled():
+        return
+    with _guard("submit the restriction of", instance.page_id):
+        using = _using(instance, using)
+        page = Page.objects.using(using).filter(pk=instance.page_id).first()
+        if page is None:
+            return
+        # What was public until this restriction: hidden now, gone for the engines.
+        collect(PageURLs(using, ignore_restriction=instance.pk).subtree_urls(page), using)
+
+
+def _restriction_deleted(
+    sender: type[Any], instance: PageViewRestriction, using: str | None = None, **kwargs: Any
+) -> None:
+    if not is_enabled():
+        return
+    with _guard("submit the end of the restriction of", instance.page_id):
+        using = _using(instance, using)
+        path = (
+            Page.objects.using(using)
+            .filter(pk=instance.page_id)
+            .values_list("path", flat=True)
+            .first()
+        )
+        if path is None:
+            return
+        # Read after the commit: pages deleted with their restriction are gone then.
+        transaction.on_commit(
+            functools.partial(_public_again, path, using), using=using, robust=True
+        )
+
+
+def _public_again(path: str, using: str) -> None:
+    with _guard("submit the pages made public under", path):
+        page = Page.objects.using(using).filter(path=path).first()
+        if page is not None:
+            collect(PageURLs(using).subtree_urls(page), using)
+
+
+# Wiring ----------------------------------------------------------------------------
+
+_UID = "indexnow_django.contrib.wagtail"
+
+
+def _receivers() -> tuple[tuple[Any, Any, type[Any] | None, str], ...]:
+    return (
+        # Any sender: each page type is its own model class.
+        (pre_save, _before_save, None, "pre_save"),
+        (post_save, _after_save, None, "post_save"),
+        (page_published, _published, None, "page_published"),
+        # Deleting any page (or a subtree) deletes its base ``Page`` row.
+        (pre_delete, _before_delete, Page, "pre_delete"),
+        (post_save, _restriction_saved, PageViewRestriction, "restriction_saved"),
+        (post_delete, _restriction_deleted, PageViewRestriction, "restriction_deleted"),
+    )
+
+
+def connect() -> None:
+    """Connect the handlers (the app's ``ready()`` calls this)."""
+    for signal, handler, sender, name in _receivers():
+        signal.connect(handler, sender=sender, dispatch_uid=f"{_UID}.{name}")
+
+
+def disconnect() -> None:
+    """Disconnect the handlers."""
+    for signal, _handler, sender, name in _receivers():
+        signal.disconnect(sender=sender, dispatch_uid=f"{_UID}.{name}")

@@ -1,0 +1,100 @@
+"""Drafts, publishing and renaming, through Wagtail's admin views and its page API."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from indexnow_django.collector import batch
+from tests.wagtail_site.fixtures import Tree, add, edit_url, form, posted, publish_data
+from tests.wagtail_site.pages.models import ArticlePage
+
+W = "https://www.example.com"
+
+
+def test_drafts_send_nothing(tree: Tree, admin, engine) -> None:
+    # A new page saved as a draft.
+    add_url = reverse(
+        "wagtailadmin_pages:add", args=["wagtail_site_pages", "articlepage", tree.news.pk]
+    )
+    response = admin.post(add_url, {"title": "Draft", "slug": "draft", "body": "x"})
+    assert response.status_code == 302, response.content[:500]
+    draft = ArticlePage.objects.get(slug="draft")
+    assert not draft.live
+    # A draft of a live page, then a draft that changes its slug.
+    response = admin.post(edit_url(tree.first), form(tree.first, body="new text"))
+    assert response.status_code == 302
+    response = admin.post(edit_url(tree.first), form(tree.first, slug="renamed"))
+    assert response.status_code == 302
+    response = admin.post(edit_url(draft), form(draft, slug="draft-renamed"))
+    assert response.status_code == 302
+
+    tree.reload()
+    assert tree.first.slug == "first" and tree.first.has_unpublished_changes
+    assert engine.posts == []
+
+
+def test_publish_first_time_and_again(tree: Tree, admin, engine) -> None:
+    add_url = reverse(
+        "wagtailadmin_pages:add", args=["wagtail_site_pages", "articlepage", tree.news.pk]
+    )
+    data = {"title": "Fresh", "slug": "fresh", "body": "x", "action-publish": "action-publish"}
+    response = admin.post(add_url, data)
+    assert response.status_code == 302, response.content[:500]
+    assert posted(engine) == [f"{W}/news/fresh/"]
+    assert len(engine.posts) == 1
+
+    engine.reset()
+    fresh = ArticlePage.objects.get(slug="fresh")
+    response = admin.post(edit_url(fresh), publish_data(fresh, body="y"))
+    assert response.status_code == 302
+    assert posted(engine) == [f"{W}/news/fresh/"]
+
+
+def test_publishing_a_draft_slug_change_sends_the_old_url(tree: Tree, admin, engine) -> None:
+    admin.post(edit_url(tree.first), form(tree.first, slug="renamed"))  # a draft: nothing
+    assert engine.posts == []
+    tree.reload()
+    # Publishing the page (from the draft revision) with its latest form.
+    response = admin.post(edit_url(tree.first), publish_data(tree.first, slug="renamed"))
+    assert response.status_code == 302
+    assert posted(engine) == [f"{W}/news/first/", f"{W}/news/renamed/"]
+
+
+def test_a_parent_slug_change_sends_every_live_descendant(tree: Tree, admin, engine) -> None:
+    draft_child = ArticlePage(title="Unpublished", slug="unpublished", live=False)
+    tree.news.add_child(instance=draft_child)
+    deeper = add(tree.first, ArticlePage, "Deeper", "deeper")
+    engine.reset()
+
+    response = admin.post(edit_url(tree.news), publish_data(tree.news, slug="press"))
+    assert response.status_code == 302
+    assert posted(engine) == sorted(
+        [
+            f"{W}/news/",
+            f"{W}/press/",
+            f"{W}/news/first/",
+            f"{W}/press/first/",
+            f"{W}/news/first/deeper/",
+            f"{W}/press/first/deeper/",
+            f"{W}/news/second/",
+            f"{W}/press/second/",
+        ]
+    )
+    assert len(engine.posts) == 1  # one request, one flush
+    deeper.refresh_from_db()
+    assert deeper.url_path == "/home/press/first/deeper/"
+
+
+def test_page_api_publish_and_revision_publish(tree: Tree, engine) -> None:
+    with batch():
+        page = ArticlePage.objects.get(pk=tree.second.pk)
+        page.slug = "second-take"
+        page.save_revision().publish()
+    assert posted(engine) == [f"{W}/news/second-take/", f"{W}/news/second/"]
+    assert len(engine.posts) == 1
+
+    engine.reset()
+    page = ArticlePage.objects.get(pk=tree.second.pk)
+    page.body = "again"
+    page.save_revision().publish()  # outside any unit of work: sent when it commits
+    assert posted(engine) == [f"{W}/news/second-take/"]
