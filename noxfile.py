@@ -1,10 +1,10 @@
-"""Sessions: tests (Python x Django matrix), tests_rq3, lint, typecheck, docs."""
+"""Sessions: tests (Python x Django matrix), tests_rq3, wagtail, lint, typecheck, docs."""
 
 from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
+nox.options.sessions = ["tests", "wagtail", "lint", "typecheck", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 
 # Django 6.x needs Python 3.12+.
@@ -27,6 +27,26 @@ def tests(session: nox.Session, django: str) -> None:
 def tests_rq3(session: nox.Session) -> None:
     session.install("-e", ".[test]", "rq>=3,<4")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+# The Wagtail integration on the oldest supported Wagtail (7.0 LTS, Django 5.2)
+# and the newest (8.0, with the newest Django).
+WAGTAIL = [("7.0", "5.2"), ("8.0", "6.1")]
+
+
+@nox.session(python="3.12")
+@nox.parametrize(("wagtail", "django"), WAGTAIL)
+def wagtail(session: nox.Session, wagtail: str, django: str) -> None:
+    session.install("-e", ".[test]", f"wagtail~={wagtail}.0", f"django~={django}.0")
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/wagtail_site",
+        "--ds",
+        "tests.wagtail_site.settings",
+        *session.posargs,
+    )
 
 
 @nox.session(python="3.12")

@@ -4,8 +4,10 @@ Two hooks that the core app looks for on installed apps' configs:
 
 - ``indexnow_hosts()``: the hosts URLs may be submitted for besides
   ``INDEXNOW["HOSTS"]`` (here: every Wagtail ``Site``'s host), read when the
-  settings are built. A site saved or deleted, a migration, and a forked
-  process (an rq work horse) make them be read again.
+  settings are built. A site saved or deleted in this process, a migration,
+  and a fork (each rq job's work horse) make them be read again; a web
+  process notices a site saved by another one within
+  :data:`SITES_RECHECK_SECONDS` (one small query at most that often).
 - ``indexnow_diagnostics()``: findings for ``manage.py indexnow_check`` (here:
   the sites, their hosts, and whether each is an allowed host).
 """
@@ -14,11 +16,13 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from django.apps import AppConfig, apps
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import request_started
 from django.db import DatabaseError, connection
 from django.db.models.signals import post_delete, post_migrate, post_save
 
@@ -31,6 +35,34 @@ def _forget_settings(**kwargs: Any) -> None:
     from ...conf import clear_cache
 
     clear_cache()
+
+
+#: Seconds between two looks, per process, at whether the sites' hosts changed.
+SITES_RECHECK_SECONDS = 30.0
+
+_sites_seen: tuple[float, tuple[str, ...] | None] = (-SITES_RECHECK_SECONDS, None)
+
+
+def _notice_site_changes(**kwargs: Any) -> None:
+    """``request_started``: every 30 s at most, compare the sites' hosts with the last look.
+
+    A site saved by another process sends no signal here; the settings are built
+    again when the hosts differ.
+    """
+    global _sites_seen
+    checked_at, seen = _sites_seen
+    now = time.monotonic()
+    if now - checked_at < SITES_RECHECK_SECONDS:
+        return
+    try:
+        from .pages import site_hosts
+
+        hosts = tuple(site_hosts())
+    except DatabaseError:
+        return
+    _sites_seen = (now, hosts)
+    if hosts != seen:
+        _forget_settings()
 
 
 class IndexNowWagtailConfig(AppConfig):
@@ -54,6 +86,7 @@ class IndexNowWagtailConfig(AppConfig):
         post_save.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_saved")
         post_delete.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_deleted")
         post_migrate.connect(_forget_settings, dispatch_uid=f"{_UID}.migrated")
+        request_started.connect(_notice_site_changes, dispatch_uid=f"{_UID}.request_started")
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_forget_settings)
 

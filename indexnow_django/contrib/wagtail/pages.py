@@ -106,12 +106,14 @@ class PageURLs:
         return list(urls)
 
 
-def site_hosts() -> list[str]:
-    """The normalized hosts (``name[:port]``) of every Wagtail site, in Wagtail's order."""
+def site_hosts(using: str | None = None) -> list[str]:
+    """The normalized hosts (``name[:port]``) of every Wagtail site, read from the database
+    (not from Wagtail's cache of root paths, which a forked process may hold stale)."""
     hosts: dict[str, None] = {}
-    for root in Site.get_site_root_paths():
+    sites = Site.objects.using(using or "default").only("hostname", "port")
+    for site in sites.order_by("-is_default_site", "hostname", "port"):
         try:
-            hosts[host_of(normalize_url(root.root_url))] = None
+            hosts[host_of(normalize_url(site.root_url))] = None
         except InvalidURL:
             continue
     return list(hosts)
