@@ -38,16 +38,20 @@ import logging
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections, transaction
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
-from wagtail.models import Page, PageViewRestriction
-from wagtail.signals import page_published
 
 from ...collector import collect
 from ...conf import is_enabled
 from .pages import PageURLs
+
+if TYPE_CHECKING:
+    from wagtail.models import PageViewRestriction
+
+# Wagtail's models are imported where they are used: this module imports
+# without Wagtail's apps being ready.
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +123,8 @@ def _before_save(
     update_fields: Any = None,
     **kwargs: Any,
 ) -> None:
+    from wagtail.models import Page
+
     if raw or not isinstance(instance, Page) or instance._state.adding or not is_enabled():
         return  # a new page is expected by _after_save, once it has a primary key
     if update_fields is not None and not URL_FIELDS.intersection(update_fields):
@@ -157,6 +163,8 @@ def _after_save(
     using: str | None = None,
     **kwargs: Any,
 ) -> None:
+    from wagtail.models import Page
+
     if not created or raw or not isinstance(instance, Page) or not is_enabled():
         return
     using = _using(instance, using)
@@ -168,6 +176,8 @@ def _after_save(
 
 
 def _settle(pk: Any, using: str, before: _Before) -> None:
+    from wagtail.models import Page
+
     """After the commit: submit the page's URLs that changed side, and its descendants'."""
     with _guard("submit the changes of", pk):
         page = Page.objects.using(using).filter(pk=pk).first()
@@ -197,6 +207,8 @@ def _published(sender: type[Any], instance: Any, **kwargs: Any) -> None:
 def _before_delete(
     sender: type[Any], instance: Any, using: str | None = None, **kwargs: Any
 ) -> None:
+    from wagtail.models import Page
+
     if not is_enabled():
         return
     with _guard("submit the deletion of", instance.pk):
@@ -219,6 +231,8 @@ def _restriction_saved(
     using: str | None = None,
     **kwargs: Any,
 ) -> None:
+    from wagtail.models import Page, PageViewRestriction
+
     if raw or not created or instance.restriction_type == PageViewRestriction.NONE:
         return
     if not is_enabled():
@@ -235,6 +249,8 @@ def _restriction_saved(
 def _restriction_deleted(
     sender: type[Any], instance: PageViewRestriction, using: str | None = None, **kwargs: Any
 ) -> None:
+    from wagtail.models import Page
+
     if not is_enabled():
         return
     with _guard("submit the end of the restriction of", instance.page_id):
@@ -254,6 +270,8 @@ def _restriction_deleted(
 
 
 def _public_again(path: str, using: str) -> None:
+    from wagtail.models import Page
+
     with _guard("submit the pages made public under", path):
         page = Page.objects.using(using).filter(path=path).first()
         if page is not None:
@@ -266,6 +284,9 @@ _UID = "indexnow_django.contrib.wagtail"
 
 
 def _receivers() -> tuple[tuple[Any, Any, type[Any] | None, str], ...]:
+    from wagtail.models import Page, PageViewRestriction
+    from wagtail.signals import page_published
+
     return (
         # Any sender: each page type is its own model class.
         (pre_save, _before_save, None, "pre_save"),

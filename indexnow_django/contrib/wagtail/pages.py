@@ -17,13 +17,18 @@ another query, except the one that lists a subtree's live pages.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest
 from django.utils import timezone
-from wagtail.models import Page, PageViewRestriction, Site
 
 from ...normalize import InvalidURL, host_of, normalize_url
+
+if TYPE_CHECKING:
+    from wagtail.models import Page
+
+# Wagtail's models are imported where they are used: this module imports (and
+# its app's config loads) without Wagtail's apps being ready.
 
 __all__ = ["PageURLs", "site_hosts"]
 
@@ -41,6 +46,8 @@ class PageURLs:
     """Public URLs of pages as the database on ``using`` has them now."""
 
     def __init__(self, using: str | None = None, *, ignore_restriction: Any = None) -> None:
+        from wagtail.models import PageViewRestriction, Site
+
         self.using = using or "default"
         self.now = timezone.now()
         self.roots = list(Site.get_site_root_paths())
@@ -86,6 +93,8 @@ class PageURLs:
 
     def descendants(self, page: Page) -> Iterator[Page]:
         """The live pages below ``page`` (in the tree as it is now), streamed."""
+        from wagtail.models import Page
+
         pages = (
             Page.objects.using(self.using)
             .filter(path__startswith=page.path, depth__gt=page.depth, live=True)
@@ -109,6 +118,8 @@ class PageURLs:
 def site_hosts(using: str | None = None) -> list[str]:
     """The normalized hosts (``name[:port]``) of every Wagtail site, read from the database
     (not from Wagtail's cache of root paths, which a forked process may hold stale)."""
+    from wagtail.models import Site
+
     hosts: dict[str, None] = {}
     sites = Site.objects.using(using or "default").only("hostname", "port")
     for site in sites.order_by("-is_default_site", "hostname", "port"):
