@@ -5,8 +5,8 @@ from __future__ import annotations
 from tests.settings import *  # noqa: F403
 from tests.settings import INDEXNOW, INSTALLED_APPS, MIDDLEWARE
 
-INSTALLED_APPS = [
-    *[app for app in INSTALLED_APPS if app not in ("tests.testapp",)],
+# Wagtail's apps (and what its admin needs) over the suite's, each once, in this order.
+_WAGTAIL_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
@@ -18,13 +18,17 @@ INSTALLED_APPS = [
     "indexnow_django.contrib.wagtail",
     "tests.wagtail_site.pages",
 ]
+INSTALLED_APPS = [
+    *[app for app in INSTALLED_APPS if app != "tests.testapp"],
+    *[app for app in _WAGTAIL_APPS if app not in INSTALLED_APPS],
+]
 
-MIDDLEWARE = [
+_ADMIN_MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    *MIDDLEWARE,
 ]
+MIDDLEWARE = [*[m for m in _ADMIN_MIDDLEWARE if m not in MIDDLEWARE], *MIDDLEWARE]
 
 ROOT_URLCONF = "tests.wagtail_site.urls"
 STATIC_URL = "/static/"
