@@ -28,7 +28,7 @@ import requests
 import urllib3
 
 from . import __version__
-from .masking import mask_url
+from .masking import mask_keys, mask_url_in
 
 __all__ = [
     "ENGINE_ENDPOINTS",
@@ -341,7 +341,8 @@ class IndexNowClient:
         if reason:
             message += f" ({reason})"
         if text.strip():
-            message += f": {excerpt(text)}"
+            # Masked before it is cut, so that no piece of a secret is left.
+            message += f": {excerpt(mask_keys(mask_url_in(text, engine.endpoint), [key]))}"
         return PostResult(
             engine,
             host,
@@ -368,11 +369,8 @@ class IndexNowClient:
         if timed_out:
             message = f"{engine.name}: no answer within {self.timeout:g}s (timeout, {error})"
         else:
-            detail = str(exc)
-            query = urlsplit(engine.endpoint).query
-            if query:  # the exception quotes the request's path: hide a token it carries
-                detail = detail.replace(query, urlsplit(mask_url(engine.endpoint)).query)
-            message = f"{engine.name}: network error ({error}): {excerpt(detail)}"
+            detail = excerpt(mask_url_in(str(exc), engine.endpoint))
+            message = f"{engine.name}: network error ({error}): {detail}"
         return PostResult(
             engine,
             host,

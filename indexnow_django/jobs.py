@@ -291,5 +291,5 @@ def rejection_hint(status: int | None, host: str, conf: IndexNowSettings) -> str
     hint = "Run manage.py indexnow_check to check the settings and the key file"
     host_conf = conf.host_config(host)
     if status == 403 and host_conf is not None:
-        hint += f" (the engine fetches the key from {host_conf.key_file_url})"
+        hint += f" (the engine fetches the key from {host_conf.masked_key_file_url})"
     return hint + "."

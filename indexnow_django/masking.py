@@ -4,8 +4,9 @@ The IndexNow key proves ownership of a site, and an engine endpoint may carry
 credentials (``https://user:secret@host/…``, ``?token=…``): neither is ever
 written out in full. :func:`mask_key` shows the first and last four characters
 of a key, :func:`mask_keys` masks keys wherever they appear in a text (a key
-file URL, an engine's answer, an exception message), and :func:`mask_url`
-hides the password and query-string values of a URL.
+file URL, an engine's answer, an exception message), :func:`mask_url`
+hides the password and query-string values of a URL, and :func:`mask_url_in`
+hides them wherever a text quotes that URL.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-__all__ = ["MASK", "mask_key", "mask_keys", "mask_url"]
+__all__ = ["MASK", "mask_key", "mask_keys", "mask_url", "mask_url_in"]
 
 #: What stands for a hidden credential.
 MASK = "***"
@@ -61,3 +62,24 @@ def mask_url(url: str) -> str:
             or MASK
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def mask_url_in(text: str, url: str) -> str:
+    """``text`` with the credentials of ``url`` masked wherever they appear in it.
+
+    An error message quotes a URL in pieces (``url: /api?token=abc``): the
+    whole URL, its user info and its query string are each replaced by their
+    masked form (see :func:`mask_url`).
+    """
+    shown = mask_url(url)
+    if shown == url:
+        return text
+    text = text.replace(url, shown)
+    parts, masked = urlsplit(url), urlsplit(shown)
+    for secret, hidden in (
+        (parts.netloc.rpartition("@")[0], masked.netloc.rpartition("@")[0]),
+        (parts.query, masked.query),
+    ):
+        if secret:
+            text = text.replace(secret, hidden)
+    return text

@@ -313,7 +313,7 @@ def test_final_rejection_under_sync_fails_the_command(engine: LoopbackEngine) ->
     )
     assert str(caught.value).endswith(
         "Run manage.py indexnow_check to check the settings and the key file (the engine fetches "
-        "the key from https://www.example.com/test-key-0123456789.txt)."
+        "the key from https://www.example.com/test…6789.txt)."
     )
     assert f"www.example.com → 127.0.0.1:{engine.port}: 1 URL(s) rejected (403)" in out.getvalue()
     assert summary(out.getvalue()).endswith("0 accepted, 1 rejected, 0 failed.")
