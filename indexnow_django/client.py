@@ -14,18 +14,24 @@ schedule them, ``indexnow_submit --sync`` waits for them.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
 import re
+import socket
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+import requests.adapters
 import urllib3
+import urllib3.connection
 
 from . import __version__
 from .masking import mask_keys, mask_url_in
@@ -281,7 +287,12 @@ class IndexNowClient:
     ) -> None:
         self.timeout = timeout
         self.dry_run = dry_run
-        self.session = session or requests.Session()
+        if session is None:
+            session = requests.Session()
+            # Connections that a POST's deadline can cut, whatever they wait for.
+            session.mount("http://", _DeadlineAdapter())
+            session.mount("https://", _DeadlineAdapter())
+        self.session = session
         self.user_agent = user_agent
 
     def build_payload(
@@ -318,21 +329,27 @@ class IndexNowClient:
         }
         started = time.monotonic()
         try:
-            response = self.session.post(
-                engine.endpoint,
-                data=body,
-                headers=headers,
-                timeout=self.timeout,
-                allow_redirects=False,
-                stream=True,
-            )
-            try:
-                text = _read_prefix(response, started + self.timeout)
-            finally:
-                response.close()
+            with _Deadline(self.timeout) as deadline:
+                response = self.session.post(
+                    engine.endpoint,
+                    data=body,
+                    headers=headers,
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                    stream=True,
+                )
+                try:
+                    text = _read_prefix(response, started + self.timeout)
+                finally:
+                    response.close()
+            if deadline.expired:  # the answer was cut short, not complete
+                raise DeadlineExceeded("the answer was not complete within the deadline")
         except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:
             return self._failed(engine, host, urls, started, exc, timed_out=True)
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            if deadline.expired:  # the deadline cut the connection: a timeout
+                cut = DeadlineExceeded("no complete answer within the deadline")
+                return self._failed(engine, host, urls, started, cut, timed_out=True)
             return self._failed(engine, host, urls, started, exc, timed_out=False)
         elapsed = time.monotonic() - started
         outcome = classify(response.status_code, text)
@@ -381,6 +398,89 @@ class IndexNowClient:
             elapsed=time.monotonic() - started,
             error=error,
         )
+
+
+_watch = threading.local()
+
+
+class _Deadline:
+    """One POST's deadline: when it passes, the sockets of the POST are shut down, so
+    that whatever the POST waits for (the status line, headers, the body) ends at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        _watch.current = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _watch.current = None
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Watched:
+    """A connection whose socket joins the current POST's :class:`_Deadline` when the
+    request has been sent and its answer is awaited."""
+
+    sock: socket.socket | None
+
+    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+        deadline: _Deadline | None = getattr(_watch, "current", None)
+        if deadline is not None and self.sock is not None:
+            deadline.watch(self.sock)
+        return super().getresponse(*args, **kwargs)  # type: ignore[misc]
+
+
+class _HTTPConnection(_Watched, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _HTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+class _DeadlineAdapter(requests.adapters.HTTPAdapter):
+    """requests' adapter with connections that :class:`_Deadline` can cut."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
 def _read_prefix(response: requests.Response, deadline: float) -> str:

@@ -1,6 +1,8 @@
 """The HTTP client against a real HTTP server on 127.0.0.1."""
 
 import logging
+import socket
+import threading
 import time
 import tracemalloc
 from datetime import datetime, timedelta, timezone
@@ -144,8 +146,9 @@ def test_credentials_of_an_endpoint_stay_out_of_names_and_messages():
 def test_hanging_engine_names_the_timeout_class(engine, target):
     engine.queue_replies(Reply(200, delay=3))
     result = post(target, timeout=0.5)
-    assert result.error == "ReadTimeout"
-    assert result.message == "loopback: no answer within 0.5s (timeout, ReadTimeout)"
+    # The read timeout and the deadline of the POST are both 0.5 s: either ends it.
+    assert result.error in {"ReadTimeout", "DeadlineExceeded"}
+    assert result.message == f"loopback: no answer within 0.5s (timeout, {result.error})"
 
 
 def test_huge_answer_is_read_only_up_to_a_short_prefix(engine, target):
@@ -185,6 +188,42 @@ def test_trickled_answer_is_a_timeout_at_the_deadline(engine, target):
     assert result.error == "DeadlineExceeded"
     assert "no answer within 3s (timeout, DeadlineExceeded)" in result.message
     assert 3 <= elapsed < 6
+
+
+@pytest.fixture
+def trickling_status_line():
+    """An engine that reads the request, then sends its status line one byte every 0.5 s:
+    no single read ever waits long, the answer never completes."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+                if stop.wait(0.5):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield Engine("trickle", f"http://127.0.0.1:{server.getsockname()[1]}/indexnow")
+    stop.set()
+    thread.join(5)
+    server.close()
+
+
+def test_trickled_status_line_is_a_timeout_at_the_deadline(trickling_status_line):
+    started = time.monotonic()
+    result = post(trickling_status_line, timeout=2)
+    elapsed = time.monotonic() - started
+    assert result.outcome is Outcome.RETRY and result.status is None
+    assert result.error == "DeadlineExceeded"
+    assert 2 <= elapsed < 3
 
 
 def test_latin1_digit_in_retry_after_is_as_if_absent(engine, target):
