@@ -268,8 +268,10 @@ class DeliveryAdmin(_ModelAdmin):
     list_display_links = ["sent_at"]
     list_filter = ["outcome", "engine", "host", "sent_at"]
     #: A batch id matches exactly; a URL or any part of one matches anywhere in a
-    #: record's URLs (a scan of the URL text of the retention window).
-    search_fields = ["=batch_id", "urls"]
+    #: record's URLs: a scan of the URL texts of the retention window. Case-sensitive
+    #: on PostgreSQL (URL paths are), a plain LIKE being several times faster there
+    #: than a case-insensitive one; SQLite's LIKE ignores ASCII case.
+    search_fields = ["=batch_id", "urls__contains"]
     search_help_text = _("A URL or part of one, or a batch id.")
     ordering = ["-sent_at", "-pk"]
     actions = ["send_again"]

@@ -24,8 +24,8 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.db import router, transaction
-from django.db.models import Max, Q, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Max, Q, Sum, TextField, Value
+from django.db.models.functions import Concat, TruncDate
 from django.utils import timezone
 
 from .client import Outcome, PostResult
@@ -38,7 +38,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PURGE_INTERVAL", "has_url", "last_accepted", "purge", "record", "urls_per_day"]
+__all__ = [
+    "PURGE_INTERVAL",
+    "has_url",
+    "last_accepted",
+    "padded_urls",
+    "purge",
+    "record",
+    "urls_per_day",
+]
 
 #: Seconds between two retention passes of one process.
 PURGE_INTERVAL = 3600.0
@@ -144,14 +152,18 @@ def purge(retention_days: int) -> int:
 
 
 def has_url(url: str) -> Q:
-    """A condition on :class:`Delivery` rows: their URLs include exactly ``url`` (a whole line)."""
-    sep = "\n"
-    return (
-        Q(urls=url)
-        | Q(urls__startswith=url + sep)
-        | Q(urls__endswith=sep + url)
-        | Q(urls__contains=sep + url + sep)
-    )
+    """A condition on :class:`Delivery` rows: their URLs include exactly ``url`` (a whole line).
+
+    Applies to a queryset annotated with :func:`padded_urls` as ``padded``. The
+    plain substring test comes first: it is the cheap one (a whole line with
+    newlines in the pattern is slow to look for), and rows that pass it are few.
+    """
+    return Q(urls__contains=url) & Q(padded__contains=f"\n{url}\n")
+
+
+def padded_urls() -> Concat:
+    """The URL text between newlines, so that every URL is a ``\\n<url>\\n`` in it."""
+    return Concat(Value("\n"), "urls", Value("\n"), output_field=TextField())
 
 
 def last_accepted(urls: Iterable[str]) -> dict[str, datetime]:
@@ -165,7 +177,9 @@ def last_accepted(urls: Iterable[str]) -> dict[str, datetime]:
     if not condition:
         return {}
     rows = (
-        Delivery.objects.filter(condition, outcome=Delivery.Outcome.ACCEPTED)
+        Delivery.objects.filter(outcome=Delivery.Outcome.ACCEPTED)
+        .annotate(padded=padded_urls())
+        .filter(condition)
         .values("engine")
         .annotate(last=Max("sent_at"))
     )
