@@ -1,21 +1,30 @@
-"""Benchmark ``manage.py indexnow_submit --file PATH --sync`` on a large URL file.
+"""Benchmark bulk delivery: ``manage.py indexnow_submit --file PATH --sync`` against a floor.
 
-Writes N URLs (default 1,000,000) to a file, starts a loopback engine on
-127.0.0.1 and measures, each in its own child process, the wall time and the
-peak resident memory (``ru_maxrss`` from ``wait4``) of:
+Writes N URLs of one host (default 1,000,000) to a file, starts a loopback
+engine on 127.0.0.1 that answers 200 at once and a redis-server of its own (or
+uses ``--redis``), and measures side by side, each in its own child process,
+the wall time and the peak resident memory (``ru_maxrss`` from ``wait4``) of:
 
-* ``command``: ``python -m django indexnow_submit --file urls.txt --sync``;
-* ``plain loop``: the same file read line by line and posted in batches of
-  10,000 with ``requests`` (no normalization, no validation, no debounce),
-  the floor any bulk submitter is measured against.
+* ``floor``: the file read line by line and posted in batches of 10,000 with
+  ``requests`` (no normalization, no validation, no debounce);
+* ``debounce off``: the command with ``DEBOUNCE["TTL"] = 0``;
+* ``debounce on``: the command with the debounce store on Redis (Django's
+  ``RedisCache``), TTL 600, its database flushed first; then the Redis memory
+  the store holds per URL (``used_memory`` after less before);
+* ``cache API`` (with ``--cache-api``): the command with the store on a
+  ``LocMemCache``, through Django's cache API as for any non-Redis cache;
+* ``worker flush``: what a worker's job does with 10,000 new URLs (debounce
+  on Redis and one POST), timed inside the process, best and median of 5.
 
-Run from the repository root::
+and prints each command's ratio to the floor next to the targets. Run from
+the repository root::
 
-    .venv/bin/python benchmarks/bench_submit.py                     # 1,000,000 URLs, no debounce
-    .venv/bin/python benchmarks/bench_submit.py --debounce locmem   # debounce in LocMemCache
-    .venv/bin/python benchmarks/bench_submit.py --debounce redis://127.0.0.1:6379/9
+    .venv/bin/python benchmarks/bench_submit.py                 # 1,000,000 URLs
+    .venv/bin/python benchmarks/bench_submit.py --urls 200000
+    .venv/bin/python benchmarks/bench_submit.py --redis redis://127.0.0.1:6379/9
 
-Nothing leaves the machine: the engine listens on 127.0.0.1.
+``--redis`` names a database the benchmark may flush. Nothing leaves the
+machine: the engine listens on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -23,6 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,16 +47,20 @@ sys.path.insert(0, str(ROOT))
 from indexnow_django.testing import LoopbackEngine  # noqa: E402
 
 BATCH = 10_000
+HOST = "www.example.com"
+
+# Targets: wall ratio to the floor, peak RSS (MiB), Redis bytes per URL, worker flush (s).
+TARGET_ON, TARGET_OFF, TARGET_RSS, TARGET_BYTES, TARGET_FLUSH = 3.0, 2.0, 100, 32, 0.2
 
 
 def plain_loop(path: str, endpoint: str) -> None:
-    """The baseline, run in a child process: read, batch, POST. Nothing more."""
+    """The floor, run in a child process: read, batch, POST. Nothing more."""
     import requests
 
     session = requests.Session()
 
     def post(urls: list[str]) -> None:
-        body = {"host": "www.example.com", "key": "bench-key-0123456789", "urlList": urls}
+        body = {"host": HOST, "key": "bench-key-0123456789", "urlList": urls}
         response = session.post(
             endpoint,
             data=json.dumps(body),
@@ -67,8 +83,25 @@ def plain_loop(path: str, endpoint: str) -> None:
         post(batch)
 
 
-def measure(command: list[str], env: dict[str, str]) -> tuple[float, int, int, str]:
-    """Run ``command``; return (wall seconds, peak RSS in MiB, exit code, last output line)."""
+def worker_flush(rounds: int) -> None:
+    """In a child process with Django set up: time the job function on 10,000 new URLs."""
+    import django
+
+    django.setup()
+    from indexnow_django.jobs import deliver
+
+    timings = []
+    for round_ in range(rounds):
+        urls = [f"https://{HOST}/flush/{round_}/{n}/" for n in range(BATCH)]
+        started = time.perf_counter()
+        result = deliver(urls)
+        timings.append(time.perf_counter() - started)
+        assert result["accepted"] == BATCH, result
+    print(json.dumps(timings))
+
+
+def measure(command: list[str], env: dict[str, str]) -> tuple[float, int, str]:
+    """Run ``command``; return (wall seconds, peak RSS in MiB, its output). Exits on failure."""
     started = time.monotonic()
     proc = subprocess.Popen(
         command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -78,79 +111,146 @@ def measure(command: list[str], env: dict[str, str]) -> tuple[float, int, int, s
     elapsed = time.monotonic() - started
     out = proc.stdout.read().decode() if proc.stdout else ""
     err = proc.stderr.read().decode() if proc.stderr else ""
-    code = os.waitstatus_to_exitcode(status)
-    proc.returncode = code
-    if code != 0:
-        print(out, err, file=sys.stderr)
-    lines = out.strip().splitlines()
-    return elapsed, usage.ru_maxrss // 1024, code, lines[-1] if lines else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(command)} exited {proc.returncode}:\n{out}\n{err}")
+    return elapsed, usage.ru_maxrss // 1024, out
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        sys.exit("redis-server not found: install it, or pass --redis redis://host:port/db")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    workdir = tempfile.mkdtemp(prefix="indexnow-bench-redis-")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return proc, f"redis://127.0.0.1:{port}/0", workdir
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--urls", type=int, default=1_000_000, help="how many URLs")
+    parser.add_argument("--redis", help="a redis:// URL of a database to flush and use")
     parser.add_argument(
-        "--urls", type=int, default=1_000_000, help="how many URLs (default 1,000,000)"
+        "--cache-api",
+        action="store_true",
+        help="also run the command with the store on a LocMemCache (Django's cache API)",
     )
-    parser.add_argument(
-        "--debounce", default="off", help="off (default), locmem, or a redis:// URL"
-    )
-    parser.add_argument(
-        "--plain-loop", nargs=2, metavar=("PATH", "ENDPOINT"), help=argparse.SUPPRESS
-    )
+    parser.add_argument("--plain-loop", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-flush", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.plain_loop:
         plain_loop(*args.plain_loop)
         return
+    if args.worker_flush:
+        worker_flush(args.worker_flush)
+        return
+
+    import redis
+
+    server = None
+    redis_url = args.redis
+    if redis_url is None:
+        server, redis_url, redis_dir = start_redis()
+    conn = redis.Redis.from_url(redis_url)
+    for _ in range(100):
+        try:
+            conn.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
 
     workdir = Path(tempfile.mkdtemp(prefix="indexnow-bench-"))
     path = workdir / "urls.txt"
     with path.open("w", encoding="utf-8") as handle:
         for n in range(args.urls):
-            handle.write(f"https://www.example.com/articles/{n}/some-title-{n % 997}/\n")
+            handle.write(f"https://{HOST}/articles/{n}/some-title-{n % 997}/\n")
     size = path.stat().st_size / 2**20
-
-    with LoopbackEngine() as engine:
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)]),
-            "DJANGO_SETTINGS_MODULE": "submit_settings",
-            "BENCH_ENGINE_URL": engine.url,
-            "BENCH_DEBOUNCE": args.debounce,
-        }
-        runs = {
-            "command": [
-                sys.executable,
-                "-m",
-                "django",
-                "indexnow_submit",
-                "--file",
-                str(path),
-                "--sync",
-                "--verbosity",
-                "1",
-            ],
-            "plain loop": [sys.executable, __file__, "--plain-loop", str(path), engine.url],
-        }
-        print(
-            f"{args.urls:,} URLs ({size:.0f} MiB), batches of {BATCH:,}, debounce: {args.debounce}"
-        )
-        print(f"{'run':<12} {'wall s':>8} {'peak RSS MiB':>13} {'POSTs':>6} {'URLs received':>14}")
-        for name, command in runs.items():
-            engine.reset()
-            elapsed, rss, code, last = measure(command, env)
-            posts = engine.posts
-            received = sum(len(p.urls) for p in posts)
+    submit = [sys.executable, "-m", "django", "indexnow_submit", "--file", str(path), "--sync"]
+    try:
+        with LoopbackEngine() as engine:
+            base_env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)]),
+                "DJANGO_SETTINGS_MODULE": "submit_settings",
+                "BENCH_ENGINE_URL": engine.url,
+            }
+            off_env = {**base_env, "BENCH_DEBOUNCE": "off"}
+            on_env = {**base_env, "BENCH_DEBOUNCE": redis_url}
+            print(f"{args.urls:,} URLs of one host ({size:.0f} MiB), batches of {BATCH:,}")
             print(
-                f"{name:<12} {elapsed:>8.1f} {rss:>13} {len(posts):>6} {received:>14,}"
-                + ("" if code == 0 else f"  (exit {code})")
+                f"{'run':<14} {'wall s':>7} {'ratio':>6} {'peak RSS MiB':>13} {'URLs received':>14}"
             )
-            if name == "command":
-                print(f"{'':<12} {last}")
-            engine.requests.clear()
-    path.unlink()
-    workdir.rmdir()
+            floor = None
+            rows = [
+                (
+                    "floor",
+                    [sys.executable, __file__, "--plain-loop", str(path), engine.url],
+                    off_env,
+                ),
+                ("debounce off", submit, off_env),
+                ("debounce on", submit, on_env),
+            ]
+            if args.cache_api:
+                rows.append(("cache API", submit, {**base_env, "BENCH_DEBOUNCE": "locmem"}))
+            results: dict[str, tuple[float, int]] = {}
+            per_url = 0.0
+            for name, command, env in rows:
+                engine.reset()
+                if name == "debounce on":
+                    conn.flushdb()
+                    before = conn.info("memory")["used_memory"]
+                elapsed, rss, _ = measure(command, env)
+                if name == "debounce on":
+                    per_url = (conn.info("memory")["used_memory"] - before) / args.urls
+                received = sum(len(post.urls) for post in engine.posts)
+                engine.requests.clear()
+                floor = floor or elapsed
+                results[name] = (elapsed, rss)
+                print(
+                    f"{name:<14} {elapsed:>7.2f} {elapsed / floor:>5.2f}x {rss:>13} {received:>14,}"
+                )
+            conn.flushdb()
+            _, _, out = measure([sys.executable, __file__, "--worker-flush", "5"], on_env)
+            flushes = json.loads(out.strip().splitlines()[-1])
+    finally:
+        path.unlink()
+        workdir.rmdir()
+        if server is not None:
+            server.terminate()
+            server.wait(5)
+            shutil.rmtree(redis_dir, ignore_errors=True)
+        else:
+            conn.flushdb()
+
+    on, off = results["debounce on"], results["debounce off"]
+    best, median = min(flushes), statistics.median(flushes)
+    rss = max(on[1], off[1])
+    checks = [
+        ("wall, debounce on / floor", f"{on[0] / floor:.2f}x", f"{TARGET_ON:g}x", on[0] / floor),
+        (
+            "wall, debounce off / floor",
+            f"{off[0] / floor:.2f}x",
+            f"{TARGET_OFF:g}x",
+            off[0] / floor,
+        ),
+        ("peak RSS of the command", f"{rss} MiB", f"{TARGET_RSS} MiB", rss / TARGET_RSS),
+        ("Redis per debounced URL", f"{per_url:.1f} bytes", f"{TARGET_BYTES} bytes", per_url),
+        ("worker flush of 10,000", f"{best:.3f} s (median {median:.3f})", f"{TARGET_FLUSH:g} s", 0),
+    ]
+    limits = [TARGET_ON, TARGET_OFF, 1, TARGET_BYTES, 0]
+    print()
+    for (what, value, target, measured), limit in zip(checks, limits, strict=True):
+        ok = best <= TARGET_FLUSH if limit == 0 else measured <= limit
+        print(f"{what:<28} {value:<26} target <= {target:<10} {'ok' if ok else 'MISSED'}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "COMMAND_HOLD",
     "Collector",
+    "GoneURL",
     "batch",
     "collect",
     "collect_on_commit",
@@ -68,6 +69,17 @@ _ids = count(1)
 COMMAND_HOLD = 3.0
 
 
+class GoneURL(str):
+    """A URL whose page is gone (unpublished, deleted), as change tracking hands it over.
+
+    It travels as a plain string with this mark until the flush, which passes the
+    gone URLs to delivery as a separate list: an engine that accepted the URL as
+    public within the debounce TTL is told again.
+    """
+
+    __slots__ = ()
+
+
 class Collector:
     """The URLs of one unit of work: deduplicated, in first-seen order, flushed once.
 
@@ -79,7 +91,8 @@ class Collector:
     def __init__(self, kind: str = "batch", *, hold: float | None = None) -> None:
         self.kind = kind
         self.id = f"{kind}-{next(_ids)}"
-        self.urls: dict[str, None] = {}
+        #: Each URL and whether its page is gone (first-seen order; the last side wins).
+        self.urls: dict[str, bool] = {}
         self.open = True
         self.hold = hold
         self._pid = os.getpid()
@@ -98,7 +111,7 @@ class Collector:
     def add(self, urls: Iterable[str]) -> None:
         with self._lock:
             for url in urls:
-                self.urls[url] = None
+                self.urls[url] = isinstance(url, GoneURL)
             if self.hold is not None and self._timer is None and self.urls:
                 self._timer = threading.Timer(self.hold, self._flush_held)
                 self._timer.daemon = True
@@ -108,9 +121,9 @@ class Collector:
         """The timer: flush what the unit holds now; the unit goes on."""
         with self._lock:
             self._timer = None
-            urls, self.urls = list(self.urls), {}
+            urls, self.urls = self.urls, {}
         try:
-            _dispatch(urls, unit=self.id)
+            _dispatch(list(urls), gone=_gone(urls), unit=self.id)
         finally:
             connections.close_all()  # this thread's, if dispatch opened any
 
@@ -119,12 +132,16 @@ class Collector:
         with self._lock:
             self.open = False
             timer, self._timer = self._timer, None
-            urls, self.urls = list(self.urls), {}
+            urls, self.urls = self.urls, {}
         if timer is not None:
             timer.cancel()
             if timer is not threading.current_thread():
                 timer.join()  # a flush it began finishes before the process may end
-        _dispatch(urls, response=response, unit=self.id)
+        _dispatch(list(urls), gone=_gone(urls), response=response, unit=self.id)
+
+
+def _gone(urls: dict[str, bool]) -> list[str]:
+    return [url for url, is_gone in urls.items() if is_gone]
 
 
 def _testing() -> bool:
@@ -134,14 +151,22 @@ def _testing() -> bool:
     return hasattr(mail, "outbox")
 
 
-def _dispatch(urls: list[str], *, response: HttpResponseBase | None = None, unit: str) -> None:
+def _dispatch(
+    urls: list[str],
+    *,
+    gone: list[str] | None = None,
+    response: HttpResponseBase | None = None,
+    unit: str,
+) -> None:
     if not urls:
         return
+    if gone is None:
+        gone = [url for url in urls if isinstance(url, GoneURL)]
     try:
         from .dispatch import dispatch
 
         logger.debug("IndexNow flush unit=%s count=%d", unit, len(urls))
-        dispatch(urls, response=response)
+        dispatch(urls, gone=gone, response=response)
     except Exception:
         logger.exception("IndexNow could not flush unit=%s count=%d", unit, len(urls))
 
@@ -194,12 +219,16 @@ def submit(urls: Iterable[str] | str) -> None:
     collect(urls)
 
 
-def collect(urls: Iterable[str], using: str | None = None) -> None:
-    """Hand ``urls`` to the current unit of work, following the transaction on ``using``."""
+def collect(urls: Iterable[str], using: str | None = None, *, gone: Collection[str] = ()) -> None:
+    """Hand ``urls`` to the current unit of work, following the transaction on ``using``.
+
+    ``gone``: those of ``urls`` whose page is gone (see :class:`GoneURL`).
+    """
     try:
         if not is_enabled():
             return
-        urls = [str(url) for url in urls]
+        gone = set(gone)
+        urls = [GoneURL(url) if url in gone else _text(url) for url in urls]
         if urls:
             hand_over(urls, connections[using or DEFAULT_DB_ALIAS])
     except Exception:
@@ -296,13 +325,13 @@ class _Commit:
         self.done = True
         pieces, self.pieces = self.pieces, []
         running = current()
-        leftovers: dict[str, None] = {}
+        leftovers = Collector("commit")
         for callback, collector, urls in pieces:
             if not callback.pending():
                 continue  # rolled back with its savepoint
             if callable(urls):
                 try:
-                    urls = [str(url) for url in urls()]
+                    urls = [_text(url) for url in urls()]
                 except Exception:
                     logger.exception("IndexNow could not work out URLs at commit")
                     continue
@@ -310,8 +339,13 @@ class _Commit:
             if target is not None and target.accepts():
                 target.add(urls)
             else:
-                leftovers.update(dict.fromkeys(urls))
-        _dispatch(list(leftovers), unit="commit")
+                leftovers.add(urls)
+        leftovers.flush()
+
+
+def _text(url: object) -> str:
+    """``url`` as a string, keeping a :class:`GoneURL` mark."""
+    return url if isinstance(url, str) else str(url)
 
 
 # Management commands ---------------------------------------------------------

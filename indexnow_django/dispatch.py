@@ -44,14 +44,14 @@ import contextlib
 import contextvars
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from . import compat
 from .conf import IndexNowSettings, get_settings, is_enabled
 from .jobs import rejection_hint
 from .queue import enqueue_delivery, get_queue, new_batch_id
-from .submitter import DeliveryReport, clean_urls, deliver_now
+from .submitter import DeliveryReport, clean_urls, deliver_now, gone_urls
 
 if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
@@ -113,10 +113,15 @@ def _interceptors() -> tuple[_Layer, ...]:
 
 
 def dispatch(
-    urls: Sequence[str], *, response: HttpResponseBase | None = None, force: bool = False
+    urls: Sequence[str],
+    *,
+    gone: Collection[str] = (),
+    response: HttpResponseBase | None = None,
+    force: bool = False,
 ) -> None:
     """Hand ``urls`` (absolute, or paths joined to ``BASE_URL``) to delivery. Never raises.
 
+    ``gone``: those of ``urls`` whose page is gone (unpublished, deleted).
     ``response``: the response of the request being flushed; a synchronous
     send then runs after it has gone out. ``force``: ignore the debounce store.
     """
@@ -132,9 +137,10 @@ def dispatch(
         valid, _ = clean_urls(urls, conf)
         if not valid:
             return
+        gone = gone_urls(valid, gone, conf)
         batch_id = new_batch_id()
         if conf.resolved_dispatch == "queue":
-            _to_queue(valid, batch_id=batch_id, force=force, response=response, conf=conf)
+            _to_queue(valid, gone, batch_id=batch_id, force=force, response=response, conf=conf)
         else:
             logger.info(
                 "IndexNow flush batch=%s mode=sync count=%d when=%s",
@@ -142,13 +148,16 @@ def dispatch(
                 len(valid),
                 "after-response" if _can_defer(response) else "now",
             )
-            _send_in_process(valid, batch_id=batch_id, force=force, response=response, conf=conf)
+            _send_in_process(
+                valid, gone, batch_id=batch_id, force=force, response=response, conf=conf
+            )
     except Exception:
         logger.exception("IndexNow could not dispatch count=%d", len(urls))
 
 
 def _to_queue(
     urls: list[str],
+    gone: list[str],
     *,
     batch_id: str,
     force: bool,
@@ -158,7 +167,13 @@ def _to_queue(
     try:
         queue = get_queue(conf)
         job = enqueue_delivery(
-            queue, urls, batch_id=batch_id, force=force, delay=conf.queue_delay, conf=conf
+            queue,
+            urls,
+            gone=gone,
+            batch_id=batch_id,
+            force=force,
+            delay=conf.queue_delay,
+            conf=conf,
         )
     except Exception as exc:  # Redis down, or anything else: never lose the URLs
         logger.warning(
@@ -171,7 +186,7 @@ def _to_queue(
             type(exc).__name__,
             exc,
         )
-        _send_in_process(urls, batch_id=batch_id, force=force, response=response, conf=conf)
+        _send_in_process(urls, gone, batch_id=batch_id, force=force, response=response, conf=conf)
         return
     logger.info(
         "IndexNow flush batch=%s mode=queue count=%d queue=%s job=%s%s",
@@ -189,6 +204,7 @@ def _can_defer(response: HttpResponseBase | None) -> bool:
 
 def _send_in_process(
     urls: list[str],
+    gone: list[str],
     *,
     batch_id: str,
     force: bool,
@@ -199,7 +215,7 @@ def _send_in_process(
 
     def send() -> None:
         try:
-            report = deliver_now(urls, force=force, batch_id=batch_id, conf=conf)
+            report = deliver_now(urls, gone=gone, force=force, batch_id=batch_id, conf=conf)
         except Exception:
             logger.exception("IndexNow send failed batch=%s count=%d", batch_id, len(urls))
             return

@@ -46,7 +46,7 @@ from .queue import (
     orphaned_jobs,
     retire_job,
 )
-from .submitter import deliver_now
+from .submitter import DeliveryReport, deliver_now
 
 if TYPE_CHECKING:
     from rq.job import Job
@@ -60,12 +60,15 @@ __all__ = ["deliver", "rejection_hint", "resend_orphans"]
 def deliver(
     urls: Sequence[str],
     *,
+    gone: Sequence[str] = (),
     batch_id: str | None = None,
     attempt: int = 1,
     engines: Sequence[str] | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
     """Send ``urls`` to the engines (all, or the endpoints in ``engines``); see the module.
+
+    ``gone``: those of ``urls`` whose page is gone (unpublished, deleted).
 
     Returns a summary (plain data, kept as the job's result).
     """
@@ -87,7 +90,9 @@ def deliver(
         del job.meta[META_FAILED_AT]
         job.save_meta()  # type: ignore[no-untyped-call]
     with _alive_while_sending(job, conf):
-        report = deliver_now(urls, engines=engines, force=force, batch_id=batch_id, conf=conf)
+        report = deliver_now(
+            urls, gone=gone, engines=engines, force=force, batch_id=batch_id, conf=conf
+        )
     if engines is not None and not report.results and not report.debounced:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
         gone = [engine for engine in engines if engine not in configured]
@@ -103,7 +108,7 @@ def deliver(
     retry_jobs: list[str] = []
     exhausted: list[PostResult] = []
     if report.retryable:
-        retry_jobs, exhausted = _retry(report.retryable, batch_id, attempt, force, conf)
+        retry_jobs, exhausted = _retry(report, batch_id, attempt, force, conf)
 
     if report.rejected or exhausted:
         if job is not None:
@@ -167,6 +172,7 @@ def resend_orphans(queue: Queue) -> list[str]:
         successor = enqueue_delivery(
             queue,
             job.args[0],
+            gone=job.kwargs.get("gone") or (),
             batch_id=batch_id,
             attempt=attempt + 1,
             engines=job.kwargs.get("engines"),
@@ -188,9 +194,10 @@ def resend_orphans(queue: Queue) -> list[str]:
 
 
 def _retry(
-    results: list[PostResult], batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
+    report: DeliveryReport, batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
 ) -> tuple[list[str], list[PostResult]]:
     """Schedule one new job per engine; return their ids and the results not retried."""
+    results = report.retryable
     if attempt >= conf.retry.max_attempts:
         return [], results
     queue = get_queue(conf)
@@ -208,6 +215,7 @@ def _retry(
         job = enqueue_delivery(
             queue,
             retry.urls,
+            gone=[url for url in retry.urls if url in report.gone],
             batch_id=batch_id,
             attempt=retry.attempt,
             engines=[retry.engine.endpoint],

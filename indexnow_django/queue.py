@@ -168,6 +168,7 @@ def enqueue_delivery(
     queue: Queue,
     urls: Sequence[str],
     *,
+    gone: Sequence[str] = (),
     batch_id: str,
     attempt: int = 1,
     engines: Sequence[str] | None = None,
@@ -180,9 +181,11 @@ def enqueue_delivery(
     The job carries plain data only (strings, ints, a bool), so it unpickles
     in any worker, and ``job.meta`` holds the batch id and the attempt. On a
     synchronous queue (``ASYNC: False``) it runs at once and ``delay`` is
-    ignored.
+    ignored. ``gone`` (those of ``urls`` whose page is gone) is a separate list.
     """
     kwargs: dict[str, Any] = {"batch_id": batch_id, "attempt": attempt, "force": bool(force)}
+    if gone:
+        kwargs["gone"] = [str(url) for url in gone]
     if engines is not None:
         kwargs["engines"] = [str(engine) for engine in engines]
     plural = "" if len(urls) == 1 else "s"
@@ -198,7 +201,13 @@ def enqueue_delivery(
     if delay > 0 and queue.is_async:
         scheduled: Job = queue.schedule_job(job, due_at(time.time() + delay))
         return scheduled
-    enqueued: Job = queue.enqueue_job(job)
+    if not queue.is_async:
+        ran: Job = queue.enqueue_job(job)  # runs it here, now
+        return ran
+    # One round trip: without a pipeline of ours rq registers the queue in one of its own.
+    with queue.connection.pipeline() as pipe:
+        enqueued: Job = queue.enqueue_job(job, pipeline=pipe)
+        pipe.execute()
     return enqueued
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .client import Engine, IndexNowClient, Outcome, PostResult
@@ -21,11 +21,26 @@ from .normalize import host_of, normalize_urls
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DeliveryReport", "chunked", "clean_urls", "deliver_now", "make_client", "make_debounce"]
+__all__ = [
+    "DeliveryReport",
+    "chunked",
+    "clean_urls",
+    "deliver_now",
+    "gone_urls",
+    "make_client",
+    "make_debounce",
+]
 
 
 def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
-    """Yield lists of at most ``size`` items, consuming ``items`` lazily."""
+    """Yield lists of at most ``size`` items, consuming ``items`` lazily (a list is sliced)."""
+    if isinstance(items, list):
+        if len(items) <= size:
+            yield items
+            return
+        for start in range(0, len(items), size):
+            yield items[start : start + size]
+        return
     chunk: list[str] = []
     for item in items:
         chunk.append(item)
@@ -45,6 +60,8 @@ class DeliveryReport:
     debounced: dict[str, int] = field(default_factory=dict)
     #: ``(url, reason)`` for URLs dropped before sending (foreign host, invalid).
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    #: The normalized URLs that were sent as gone (their page is gone).
+    gone: frozenset[str] = frozenset()
 
     @property
     def accepted(self) -> list[PostResult]:
@@ -71,6 +88,7 @@ class DeliveryReport:
         for name, count in other.debounced.items():
             self.debounced[name] = self.debounced.get(name, 0) + count
         self.dropped.extend(other.dropped)
+        self.gone |= other.gone
 
 
 def clean_urls(
@@ -90,35 +108,59 @@ def clean_urls(
     return result.valid, result.rejected
 
 
+def gone_urls(valid: list[str], gone: Collection[str], conf: IndexNowSettings) -> list[str]:
+    """Those of the normalized ``valid`` URLs that ``gone`` (raw URLs) names."""
+    if not gone:
+        return []
+    named = set(normalize_urls(gone, conf.base_url).valid)
+    return [url for url in valid if url in named]
+
+
 def make_client(conf: IndexNowSettings) -> IndexNowClient:
     return IndexNowClient(timeout=conf.http_timeout, dry_run=conf.dry_run)
 
 
 def make_debounce(conf: IndexNowSettings) -> DebounceStore:
     return DebounceStore(
-        conf.debounce_cache, conf.debounce_ttl, claim_ttl=int(conf.http_timeout * 2) + 30
+        conf.debounce_cache,
+        conf.debounce_ttl,
+        claim_ttl=int(conf.http_timeout * 2) + 30,
+        queue_name=conf.queue_name,
     )
 
 
 def deliver_now(
     urls: Iterable[str],
     *,
+    gone: Iterable[str] = (),
     engines: Sequence[str] | None = None,
     force: bool = False,
     batch_id: str = "-",
     conf: IndexNowSettings | None = None,
     client: IndexNowClient | None = None,
+    normalized: bool = False,
 ) -> DeliveryReport:
     """POST ``urls`` to the engines (all configured, or those named in ``engines``).
 
-    ``urls`` may be relative; they are normalized and foreign hosts dropped.
+    ``gone``: those of ``urls`` whose page is gone (unpublished, deleted); the
+    others are public. A URL that changed side since an engine accepted it is
+    sent again within the TTL. ``urls`` may be relative; they are normalized
+    and foreign hosts dropped, unless ``normalized`` says the caller did that
+    already (canonical URLs on allowed hosts, no duplicates).
     Never raises for an engine's answer; see :class:`DeliveryReport`.
     """
     conf = conf or get_settings()
     report = DeliveryReport()
     if not conf.enabled:
         return report
-    valid, report.dropped = clean_urls(urls, conf)
+    if normalized:
+        valid = urls if isinstance(urls, list) else list(urls)
+        report.gone = frozenset(gone)
+    else:
+        valid, report.dropped = clean_urls(urls, conf)
+        report.gone = frozenset(
+            gone_urls(valid, gone if isinstance(gone, Collection) else list(gone), conf)
+        )
     if not valid:
         return report
     client = client or make_client(conf)
@@ -126,34 +168,53 @@ def deliver_now(
     selected: tuple[Engine, ...] = conf.engines
     if engines is not None:
         wanted = set(engines)
-        selected = tuple(e for e in conf.engines if e.name in wanted or e.endpoint in wanted)
-    by_host: dict[str, list[str]] = defaultdict(list)
-    for url in valid:
-        by_host[host_of(url)].append(url)
-    for host, host_urls in by_host.items():
+        selected = tuple(e for e in conf.engines if e.endpoint in wanted or e.name in wanted)
+    for host, host_urls in _by_host(valid).items():
         host_conf = conf.hosts[host]
         for batch in chunked(host_urls, conf.max_urls):
             for engine in selected:
-                fresh = store.claim(engine.name, batch, force=force)
-                skipped = len(batch) - len(fresh)
-                if skipped:
-                    report.debounced[engine.name] = report.debounced.get(engine.name, 0) + skipped
-                if not fresh:
+                claim = store.claim(engine, batch, gone=report.gone, force=force)
+                if claim.debounced:
+                    report.debounced[engine.name] = (
+                        report.debounced.get(engine.name, 0) + claim.debounced
+                    )
+                if not claim.urls:
                     continue
-                result = client.post(engine, host, host_conf.key, fresh, host_conf.key_location)
-                record(result, batch_id=batch_id, conf=conf)
-                logger.info(
-                    "IndexNow POST batch=%s engine=%s host=%s count=%d status=%s outcome=%s",
-                    batch_id,
-                    engine.name,
-                    host,
-                    len(fresh),
-                    result.status if result.status is not None else "-",
-                    result.outcome.value,
+                result = client.post(
+                    engine, host, host_conf.key, claim.urls, host_conf.key_location
                 )
+                _log_post(result, batch_id)
+                record(result, batch_id=batch_id, conf=conf)
                 if result.accepted and not conf.dry_run:
-                    store.record(engine.name, fresh)
+                    store.record(claim)
                 else:
-                    store.release(engine.name, fresh)
+                    store.release(claim)
                 report.results.append(result)
     return report
+
+
+def _by_host(urls: list[str]) -> dict[str, list[str]]:
+    """Normalized ``urls`` grouped by host, in order; one look at the whole list when
+    they share one host (as a bulk submission's batches do)."""
+    first = host_of(urls[0])
+    prefix = "\n" + urls[0][: urls[0].index(first) + len(first) + 1]
+    # One line per URL (no URL holds a line break): count those starting with the prefix.
+    lines = "\n" + "\n".join(urls)
+    if lines.count(prefix) == len(urls) == lines.count("\n"):
+        return {first: urls}
+    by_host: dict[str, list[str]] = defaultdict(list)
+    for url in urls:
+        by_host[host_of(url)].append(url)
+    return by_host
+
+
+def _log_post(result: PostResult, batch_id: str) -> None:
+    logger.info(
+        "IndexNow POST batch=%s engine=%s host=%s count=%d status=%s outcome=%s",
+        batch_id,
+        result.engine.name,
+        result.host,
+        len(result.urls),
+        result.status if result.status is not None else "-",
+        result.outcome.value,
+    )

@@ -50,7 +50,7 @@ from django.db.models.signals import (
 from django.utils import timezone
 from django.utils.inspect import func_accepts_kwargs, func_supports_parameter
 
-from .collector import collect_on_commit, hand_over
+from .collector import GoneURL, collect_on_commit, hand_over
 from .conf import is_enabled
 from .registry import (
     ModelIndexNow,
@@ -139,7 +139,7 @@ def _outcome(
         return []
     urls = list(after.urls)
     if old.public:
-        urls.extend(u for u in old.urls if u not in after.urls)
+        urls.extend(GoneURL(u) for u in old.urls if u not in after.urls)
     if after.published and after.when is not None and after.when > now:
         from .scheduling import schedule
 
@@ -558,7 +558,7 @@ def _after_delete(
     urls: tuple[str, ...] = instance._state.__dict__.get("indexnow_deleted", ())
     instance._state.indexnow_deleted = ()  # type: ignore[attr-defined]
     if urls:
-        hand_over(list(urls), connections[using])
+        hand_over([GoneURL(url) for url in urls], connections[using])
 
 
 # Many-to-many -------------------------------------------------------------------------------

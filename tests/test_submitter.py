@@ -185,8 +185,8 @@ def test_debounce_uses_one_round_trip_per_batch(engine, indexnow_settings):
     finally:
         for name in names:
             delattr(cache, name)
-    # Per batch: claim (get_many + set_many), then record (set_many).
-    assert calls == ["get_many", "set_many", "set_many"] * 2
+    # Per batch: claim (look the URLs up, write the claim and its URLs), then record.
+    assert calls == ["get_many", "set_many", "set_many", "set_many"] * 2
     assert len(engine.posts) == 2
 
 
@@ -238,3 +238,38 @@ def test_final_rejection_is_reported_not_raised(engine, status):
 def test_settings_object_masks_nothing_it_should_not(indexnow_settings):
     conf = get_settings()
     assert conf.hosts["www.example.com"].key_file_url == f"https://www.example.com/{KEY}.txt"
+
+
+def test_two_endpoints_on_one_host_are_two_engines(engine, indexnow_settings):
+    """Each endpoint keeps its own debounce record: the second is not skipped
+    because the first accepted, and it gets the URLs again after a 429."""
+    first, second = f"{engine.url}/e1", f"{engine.url}/e2"
+    indexnow_settings(ENGINES=[first, second])
+    engine.queue_replies(Reply(200), Reply(429))
+    report = deliver_now(["/a/"])
+    assert [(p.path, p.urls) for p in engine.posts] == [
+        ("/indexnow/e1", ["https://www.example.com/a/"]),
+        ("/indexnow/e2", ["https://www.example.com/a/"]),
+    ]
+    assert [r.outcome.value for r in report.results] == ["accepted", "retry"]
+    engine.reset()
+    deliver_now(["/a/"])
+    assert [p.path for p in engine.posts] == ["/indexnow/e2"]
+
+
+def test_a_url_that_changed_side_is_sent_again_within_the_ttl(engine):
+    deliver_now(["/a/", "/b/"])  # published
+    report = deliver_now(["/a/", "/b/"], gone=["/a/"])  # /a/ unpublished, /b/ saved again
+    assert report.debounced_count == 1
+    deliver_now(["/a/"], gone=["https://www.example.com/a/"])  # deleted: still gone
+    deliver_now(["/a/"])  # published again
+    assert [p.urls for p in engine.posts] == [
+        ["https://www.example.com/a/", "https://www.example.com/b/"],
+        ["https://www.example.com/a/"],
+        ["https://www.example.com/a/"],
+    ]
+
+
+def test_normalized_urls_are_taken_as_they_are(engine):
+    report = deliver_now(["https://www.example.com/a/"], normalized=True)
+    assert report.sent_count == 1 and engine.posted_urls() == ["https://www.example.com/a/"]

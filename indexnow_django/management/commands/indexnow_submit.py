@@ -420,7 +420,7 @@ class Command(BaseCommand):
             return urls
         wanted: set[str] = set()
         for engine in self.conf.engines:
-            wanted.update(store.filter_new(engine.name, urls))
+            wanted.update(store.filter_new(engine, urls))
         return [url for url in urls if url in wanted]
 
     def _dry_run(self, host: str, urls: list[str]) -> None:
@@ -484,7 +484,12 @@ class Command(BaseCommand):
             self._client = make_client(conf)
         batch_id = batch_id or new_batch_id()
         report = deliver_now(
-            urls, force=self.force, batch_id=batch_id, conf=conf, client=self._client
+            urls,
+            force=self.force,
+            batch_id=batch_id,
+            conf=conf,
+            client=self._client,
+            normalized=True,
         )
         # The last answer of each engine for each URL, and the attempt it came at.
         last: dict[tuple[str, str], tuple[PostResult, int]] = {}
@@ -509,6 +514,7 @@ class Command(BaseCommand):
                     batch_id=batch_id,
                     conf=conf,
                     client=self._client,
+                    normalized=True,
                 )
                 self._answers(again.results, attempt, last)
                 pending.extend(again.retryable)
