@@ -1,4 +1,5 @@
-"""Sessions: tests (Python x Django matrix), tests_rq3, wagtail, lint, typecheck, docs."""
+"""Sessions: tests (Python x Django matrix), tests_rq3, tests_postgres, wagtail, lint, typecheck,
+docs."""
 
 from __future__ import annotations
 
@@ -47,6 +48,15 @@ def wagtail(session: nox.Session, wagtail: str, django: str) -> None:
         "tests.wagtail_site.settings",
         *session.posargs,
     )
+
+
+@nox.session(python="3.12")
+def tests_postgres(session: nox.Session) -> None:
+    """Change tracking, units of work and bulk changes on PostgreSQL (127.0.0.1:5432, trust)."""
+    session.install("-e", ".[test]", "psycopg[binary]>=3.1")
+    session.env["INDEXNOW_TEST_DATABASE"] = "postgres"
+    files = ["tests/test_tracking.py", "tests/test_collector.py", "tests/test_queryset.py"]
+    session.run("python", "-m", "pytest", *(session.posargs or files))
 
 
 @nox.session(python="3.12")

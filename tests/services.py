@@ -171,3 +171,40 @@ def ensure_database() -> str:
         path = str(Path(tempfile.mkdtemp(prefix="indexnow-db-")) / "test.sqlite3")
         os.environ["INDEXNOW_TEST_DB"] = path
     return path
+
+
+POSTGRES = {"HOST": "127.0.0.1", "PORT": "5432", "USER": "postgres"}
+
+
+def ensure_postgres() -> str:
+    """The name of this run's PostgreSQL database (shared with the workers it starts).
+
+    Checks that a PostgreSQL answers on 127.0.0.1:5432 (user postgres, trust
+    auth) and fails with a message that says so when none does.
+    """
+    name = os.environ.get("INDEXNOW_TEST_PG_NAME")
+    if name:
+        return name
+    try:
+        import psycopg
+    except ImportError:
+        raise RuntimeError(
+            "INDEXNOW_TEST_DATABASE=postgres needs psycopg: pip install 'psycopg[binary]>=3.1'"
+        ) from None
+    try:
+        psycopg.connect(
+            host=POSTGRES["HOST"],
+            port=int(POSTGRES["PORT"]),
+            user=POSTGRES["USER"],
+            dbname="postgres",
+            connect_timeout=5,
+        ).close()
+    except psycopg.OperationalError as error:
+        raise RuntimeError(
+            "INDEXNOW_TEST_DATABASE=postgres, but no PostgreSQL answers on "
+            f"{POSTGRES['HOST']}:{POSTGRES['PORT']} for user {POSTGRES['USER']} without a "
+            f"password: start one (trust auth) or leave the variable unset for SQLite. ({error})"
+        ) from None
+    name = f"indexnow_tests_{os.getpid()}"
+    os.environ["INDEXNOW_TEST_PG_NAME"] = name
+    return name

@@ -1,5 +1,8 @@
 """Settings of the test suite. Worker processes started by tests import them too.
 
+The database is SQLite, or PostgreSQL on 127.0.0.1:5432 (user postgres, trust
+auth) with ``INDEXNOW_TEST_DATABASE=postgres``.
+
 ``INDEXNOW_TEST_OVERRIDES`` (JSON) is merged over ``INDEXNOW`` so that a test
 can start a worker with the settings it needs (short retry delays, say).
 """
@@ -9,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from tests.services import ensure_database, ensure_engine, ensure_redis
+from tests.services import POSTGRES, ensure_database, ensure_engine, ensure_postgres, ensure_redis
 
 SECRET_KEY = "indexnow-django-tests"
 DEBUG = False
@@ -22,7 +25,9 @@ SITE_ID = 1
 
 REDIS_URL = ensure_redis()
 ENGINE_URL = ensure_engine()
-_DB = ensure_database()
+_DATABASE = os.environ.get("INDEXNOW_TEST_DATABASE", "sqlite")
+if _DATABASE not in ("sqlite", "postgres"):
+    raise RuntimeError(f"INDEXNOW_TEST_DATABASE is 'sqlite' or 'postgres', not {_DATABASE!r}")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,14 +66,27 @@ TEMPLATES = [
 ]
 STATIC_URL = "/static/"
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": _DB,
-        "TEST": {"NAME": _DB},
-        "OPTIONS": {"timeout": 20},
+if _DATABASE == "postgres":
+    _PG_NAME = ensure_postgres()
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            **POSTGRES,
+            "NAME": _PG_NAME,
+            # The workers started by the tests use the same database.
+            "TEST": {"NAME": _PG_NAME},
+        }
     }
-}
+else:
+    _DB = ensure_database()
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": _DB,
+            "TEST": {"NAME": _DB},
+            "OPTIONS": {"timeout": 20},
+        }
+    }
 
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
