@@ -593,12 +593,62 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
     if scheduler is not None:
         details.update(hostname=scheduler.hostname, pid=scheduler.pid)
         where = f" on {scheduler.hostname} (pid {scheduler.pid})"
+        dead = _scheduler_death(scheduler)
+        if dead:
+            diag.add(
+                "workers",
+                Status.WARN,
+                f"no scheduler is alive for queue {name!r}: the scheduler{where} still holds "
+                f"its lock but {dead}; retries and scheduled submissions wait until another "
+                "one takes the lock when it lapses (about a minute)",
+                f"Restart the worker under a supervisor that keeps it running: {start_hint}",
+                scheduler={**details, "alive": False},
+            )
+            return
     diag.add(
         "workers",
         Status.OK,
         f"scheduler runs for queue {name!r}{where}",
         scheduler=details,
     )
+
+
+#: A scheduler whose last heartbeat is older than this (seconds) has stopped.
+SCHEDULER_STALE_AFTER = 30.0
+
+
+def _scheduler_death(scheduler: Any) -> str | None:
+    """Why the scheduler that holds a queue's lock is not alive, or ``None`` if it may be.
+
+    Its lock outlives it by up to a minute. On this machine its process can be
+    looked at; elsewhere, rq 3 records a heartbeat every second or so.
+    """
+    import os
+    from datetime import datetime, timezone
+
+    pid = getattr(scheduler, "pid", 0)
+    if pid and getattr(scheduler, "hostname", None) == socket.gethostname():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "its process is gone"
+        except PermissionError:
+            pass  # another user's process: alive
+        else:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    if stat.read().rpartition(")")[2].split()[0] == "Z":
+                        return "its process is gone"
+            except (OSError, IndexError):
+                pass
+    beat = getattr(scheduler, "last_heartbeat", None)
+    if isinstance(beat, datetime):
+        if beat.tzinfo is None:
+            beat = beat.replace(tzinfo=timezone.utc)
+        age = (datetime.now(timezone.utc) - beat).total_seconds()
+        if age > SCHEDULER_STALE_AFTER:
+            return f"its last heartbeat was {age:.0f}s ago"
+    return None
 
 
 def _worker_class(diag: Diagnosis) -> None:

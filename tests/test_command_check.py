@@ -778,3 +778,32 @@ def test_an_http_site_is_checked_over_http(
     line(output, "OK", f"key file {dev_server}/test…6789.txt: 200, matches the key")
     assert "another host" not in output and "https://" + host not in output
     assert KEY not in output
+
+
+@pytest.mark.worker
+def test_a_scheduler_killed_with_its_worker_is_not_alive(
+    queue_settings: Any,
+    redis_conn: redis.Redis,
+    start_worker: Callable[..., Any],
+    run_check: Any,
+) -> None:
+    import signal
+
+    from rq.scheduler import RQScheduler
+
+    worker = start_worker()
+    wait_for_scheduler_birth(redis_conn)
+    holder = redis_conn.get(RQScheduler.get_locking_key("default"))
+    scheduler_pid = RQScheduler.fetch(holder.decode(), redis_conn).pid
+    os.killpg(worker.pid, signal.SIGKILL)  # the worker, its scheduler, its work horse
+    worker.proc.wait(10)
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{scheduler_pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    output, error = run_check("--offline")
+
+    assert error is None, output  # a warning: queued jobs wait, nothing is lost
+    assert redis_conn.exists(RQScheduler.get_locking_key("default"))  # the lock outlives it
+    found = line(output, "WARN", "no scheduler is alive for queue 'default'")
+    assert f"(pid {scheduler_pid}) still holds its lock but its process is gone" in found
