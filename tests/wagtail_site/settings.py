@@ -31,25 +31,11 @@ _ADMIN_MIDDLEWARE = [
 MIDDLEWARE = [*[m for m in _ADMIN_MIDDLEWARE if m not in MIDDLEWARE], *MIDDLEWARE]
 
 ROOT_URLCONF = "tests.wagtail_site.urls"
-STATIC_URL = "/static/"
 WAGTAIL_SITE_NAME = "IndexNow test site"
 WAGTAILADMIN_BASE_URL = "https://www.example.com"
 WAGTAILADMIN_COMMENTS_ENABLED = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-TEMPLATES = [
-    {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "APP_DIRS": True,
-        "OPTIONS": {
-            "context_processors": [
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-            ]
-        },
-    }
-]
 
 # Publishing the same page twice in a test is sent twice.
 INDEXNOW = {**INDEXNOW, "DEBOUNCE": {"TTL": 0}}

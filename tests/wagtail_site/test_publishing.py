@@ -98,3 +98,14 @@ def test_page_api_publish_and_revision_publish(tree: Tree, engine) -> None:
     page.body = "again"
     page.save_revision().publish()  # outside any unit of work: sent when it commits
     assert posted(engine) == [f"{W}/news/second-take/"]
+
+
+def test_publishing_a_page_sends_its_aliases_too(tree: Tree, admin, engine) -> None:
+    tree.first.create_alias(parent=tree.home, update_slug="first-alias")
+    assert posted(engine) == [f"{W}/first-alias/"]  # an alias is a live page of its own
+
+    engine.reset()
+    response = admin.post(edit_url(tree.first), publish_data(tree.first, body="new"))
+    assert response.status_code == 302
+    assert posted(engine) == [f"{W}/first-alias/", f"{W}/news/first/"]
+    assert len(engine.posts) == 1

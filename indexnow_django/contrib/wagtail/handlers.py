@@ -165,12 +165,16 @@ def _after_save(
 ) -> None:
     from wagtail.models import Page
 
-    if not created or raw or not isinstance(instance, Page) or not is_enabled():
+    if not created or raw or not isinstance(instance, Page) or not instance.live:
+        return  # a page created as a draft is read as stored when it is published
+    if not is_enabled():
         return
     using = _using(instance, using)
     connection = connections[using]
     if connection.in_atomic_block:
-        # A new page had no URL before: whatever it has once committed is new.
+        # A page created live had no URL before: whatever it has once committed is
+        # new, and a later save in the same transaction (the admin schedules it) keeps
+        # this "before".
         with _guard("follow the creation of", instance.pk):
             _expect(connection, using, instance.pk, _Before(()))
 
