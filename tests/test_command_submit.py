@@ -470,6 +470,28 @@ def test_queue_mode_with_redis_down_sends_now(
     )
 
 
+def test_synchronous_queue_that_ran_a_failing_job_fails_the_command(
+    engine: LoopbackEngine,
+    indexnow_settings: Callable[..., Any],
+    settings: Any,
+    redis_conn: redis.Redis,
+    redis_url: str,
+) -> None:
+    settings.RQ_QUEUES = {"default": {"URL": f"{redis_url}/0", "ASYNC": False}}
+    indexnow_settings(DISPATCH="queue")
+    engine.queue_replies(Reply(403, body="Key not valid"))
+    out = Output()
+
+    with pytest.raises(CommandError) as caught:
+        call_command("indexnow_submit", "/a/", stdout=out, stderr=Output(), no_color=True)
+
+    assert engine.posted_urls() == [f"{BASE}/a/"]
+    assert summary(out.getvalue()).endswith(
+        "1 queued in 1 job(s), 1 failed (run at once by a synchronous queue)."
+    )
+    assert "failed: indexnow_django.exceptions.SubmissionRejected: " in str(caught.value)
+
+
 @pytest.fixture
 def read_only_redis() -> Any:
     """A real redis-server of its own that answers PING but refuses every write (no replica

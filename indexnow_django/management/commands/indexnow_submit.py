@@ -448,8 +448,9 @@ class Command(BaseCommand):
             self._send_now(fresh, batch_id=batch_id, fallback=True)
             return
         try:
+            queue = get_queue(self.conf)
             job = enqueue_delivery(
-                get_queue(self.conf),
+                queue,
                 fresh,
                 batch_id=batch_id,
                 force=self.force,
@@ -468,6 +469,13 @@ class Command(BaseCommand):
             return
         self.counts.jobs += 1
         self.counts.queued += len(fresh)
+        if not queue.is_async and job.is_failed:
+            # A synchronous queue (ASYNC: False) ran the job here and then: its failure
+            # is this command's to tell.
+            self.counts.failed += len(fresh)
+            result = job.latest_result()
+            lines = str(result.exc_string if result is not None else "").strip().splitlines()
+            self.failures.append(f"job {job.id} failed: {excerpt(lines[-1] if lines else '-')}")
         if self.verbosity >= 2:
             self._write(f"Queued {len(fresh)} URL(s) for {host}: job {job.id}, batch {batch_id}")
 
@@ -614,6 +622,8 @@ class Command(BaseCommand):
             parts.append(f"{n(c.accepted)} accepted")
             parts.append(f"{n(c.rejected)} rejected")
             parts.append(f"{n(c.failed)} failed")
+        elif c.failed:
+            parts.append(f"{n(c.failed)} failed (run at once by a synchronous queue)")
         return ", ".join(parts)
 
     def _summary(self) -> None:
