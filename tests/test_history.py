@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -150,3 +150,83 @@ def test_history_settings_are_validated(settings):
 
 def test_the_migrations_match_the_models():
     call_command("makemigrations", "indexnow", "--check", "--dry-run", verbosity=0)
+
+
+# --------------------------------------------------------------------------- whoever posts records
+
+
+def test_a_synchronous_send_after_the_response_is_recorded(engine, history_on):
+    from django.core.signals import request_finished
+    from django.db import close_old_connections
+    from django.http import HttpResponse
+
+    from indexnow_django.dispatch import dispatch
+
+    response = HttpResponse()
+    dispatch(["/a/"], response=response)
+    assert not Delivery.objects.exists()
+    # As Django's test client does: the end of a request would close the
+    # test's database connection.
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
+    [row] = Delivery.objects.all()
+    assert (row.url_list, row.outcome, row.job_id) == (
+        ["https://www.example.com/a/"],
+        "accepted",
+        "",
+    )
+
+
+def test_the_fallback_when_redis_is_down_is_recorded(engine, history_on, indexnow_settings):
+    from django.test import override_settings
+
+    from indexnow_django.dispatch import dispatch
+    from tests.test_dispatch import closed_queue
+
+    indexnow_settings(DISPATCH="queue")
+    with override_settings(RQ_QUEUES=closed_queue()):
+        dispatch(["/a/"])
+    assert engine.posted_urls() == ["https://www.example.com/a/"]
+    [row] = Delivery.objects.all()
+    assert (row.outcome, row.job_id) == ("accepted", "")
+
+
+def test_indexnow_submit_sync_records_each_post(engine, history_on):
+    from io import StringIO
+
+    engine.queue_replies(Reply(422, body="Unprocessable: not your host"))
+    with pytest.raises(CommandError):
+        call_command(
+            "indexnow_submit", "/a/", "/b/", "--sync", stdout=StringIO(), stderr=StringIO()
+        )
+    # One POST of both URLs, rejected: the command fails, and the record says why.
+    [row] = Delivery.objects.all()
+    assert (row.outcome, row.status, row.url_count) == ("rejected", 422, 2)
+    assert "not your host" in row.answer
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_records_each_attempt_with_its_job(
+    engine, history_on, indexnow_settings, start_worker, redis_conn
+):
+    from indexnow_django.dispatch import dispatch
+    from tests.rqhelpers import FAST_RETRY, wait_for_count
+
+    overrides = {**history_on, "DISPATCH": "queue", "RETRY": dict(FAST_RETRY)}
+    indexnow_settings(**overrides)
+    engine.queue_replies(Reply(503), Reply(200))
+    dispatch(["/a/"])
+    start_worker(overrides)
+    wait_for_count(lambda: Delivery.objects.count(), 2)
+    first, second = Delivery.objects.order_by("sent_at")
+    assert [(r.outcome, r.status, r.attempt) for r in (first, second)] == [
+        ("retry", 503, 1),
+        ("accepted", 200, 2),
+    ]
+    assert first.batch_id == second.batch_id
+    assert first.job_id and second.job_id and first.job_id != second.job_id
+    assert first.queue == second.queue == "default"
