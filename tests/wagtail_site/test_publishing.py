@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from indexnow_django.collector import batch
@@ -109,3 +111,25 @@ def test_publishing_a_page_sends_its_aliases_too(tree: Tree, admin, engine) -> N
     assert response.status_code == 302
     assert posted(engine) == [f"{W}/first-alias/", f"{W}/news/first/"]
     assert len(engine.posts) == 1
+
+
+def test_a_draft_save_costs_no_query(tree: Tree, engine) -> None:
+    from indexnow_django.contrib.wagtail import handlers
+
+    page = ArticlePage.objects.get(pk=tree.first.pk)
+
+    def queries_of_a_draft(body: str) -> int:
+        page.body = body
+        with CaptureQueriesContext(connection) as queries:
+            page.save_revision()
+        return len(queries.captured_queries)
+
+    queries_of_a_draft("warm-up")
+    tracked = queries_of_a_draft("tracked")
+    handlers.disconnect()
+    try:
+        untracked = queries_of_a_draft("untracked")
+    finally:
+        handlers.connect()
+    assert tracked == untracked
+    assert engine.posts == []
