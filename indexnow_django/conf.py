@@ -474,6 +474,17 @@ def _rule_retry(conf: Mapping[str, Any]) -> Iterator[Problem]:
     yield from _number(
         _path("RETRY", "MULTIPLIER"), retry["MULTIPLIER"], minimum=1, unit=None, id="indexnow.E015"
     )
+    attempts, multiplier = retry["MAX_ATTEMPTS"], retry["MULTIPLIER"]
+    if _is_whole(attempts) and attempts >= 1 and _is_number(multiplier) and multiplier >= 1:
+        try:
+            float(multiplier) ** (attempts - 1)
+        except OverflowError:
+            yield Problem(
+                "indexnow.E015",
+                f"INDEXNOW['RETRY']['MULTIPLIER'] {multiplier!r} to the power of "
+                f"MAX_ATTEMPTS - 1 ({attempts - 1}) is too large to compute a delay.",
+                "Lower MULTIPLIER or MAX_ATTEMPTS: every delay is capped at MAX_DELAY anyway.",
+            )
 
 
 def _rule_batch(conf: Mapping[str, Any]) -> Iterator[Problem]:

@@ -549,3 +549,15 @@ def test_the_middleware_without_the_app_says_so_and_steps_aside(settings, caplog
     )
     # The site keeps answering.
     assert Client().get("/ping/").status_code == 200
+
+
+def test_a_retry_delay_that_cannot_be_computed_is_refused(settings):
+    assert errors_for(settings, {**VALID, "RETRY": {"MAX_ATTEMPTS": 2000, "MULTIPLIER": 2}}) == [
+        checks.Error(
+            "INDEXNOW['RETRY']['MULTIPLIER'] 2 to the power of MAX_ATTEMPTS - 1 (1999) is too "
+            "large to compute a delay.",
+            hint="Lower MULTIPLIER or MAX_ATTEMPTS: every delay is capped at MAX_DELAY anyway.",
+            id="indexnow.E015",
+        )
+    ]
+    assert errors_for(settings, {**VALID, "RETRY": {"MAX_ATTEMPTS": 1000, "MULTIPLIER": 2}}) == []
