@@ -24,6 +24,9 @@ network I/O on the request path except the one enqueue:
 
 When Redis cannot take the job, the URLs are sent as in ``sync`` and the
 fallback is logged: the request still succeeds and the URLs are not lost.
+What that send does not get accepted for a reason that may pass (429, 5xx, a
+timeout) is kept in the database until a worker can send it
+(:mod:`indexnow_django.pending`).
 
 :func:`intercept` is the supported way to see flushes before they are routed
 (and to stop them): :func:`indexnow_django.testing.capture_submissions` is
@@ -50,6 +53,7 @@ from typing import TYPE_CHECKING
 from . import compat
 from .conf import IndexNowSettings, get_settings, is_enabled
 from .jobs import rejection_hint
+from .pending import keep
 from .queue import enqueue_delivery, get_queue, new_batch_id
 from .submitter import DeliveryReport, clean_urls, deliver_now, gone_urls
 
@@ -178,7 +182,8 @@ def _to_queue(
     except Exception as exc:  # Redis down, or anything else: never lose the URLs
         logger.warning(
             "IndexNow flush batch=%s mode=fallback count=%d when=%s: queue %r cannot take the "
-            "job (%s: %s); sending from this process instead, without retries",
+            "job (%s: %s); sending from this process instead, and keeping in the database "
+            "what is not accepted",
             batch_id,
             len(urls),
             "after-response" if _can_defer(response) else "now",
@@ -186,7 +191,9 @@ def _to_queue(
             type(exc).__name__,
             exc,
         )
-        _send_in_process(urls, gone, batch_id=batch_id, force=force, response=response, conf=conf)
+        _send_in_process(
+            urls, gone, batch_id=batch_id, force=force, response=response, conf=conf, fallback=True
+        )
         return
     logger.info(
         "IndexNow flush batch=%s mode=queue count=%d queue=%s job=%s%s",
@@ -210,28 +217,66 @@ def _send_in_process(
     force: bool,
     response: HttpResponseBase | None,
     conf: IndexNowSettings,
+    fallback: bool = False,
 ) -> None:
-    """Send now, or after ``response`` has gone out when there is one."""
+    """Send now, or after ``response`` has gone out when there is one.
+
+    ``fallback``: the queue could not take the job; what may still be accepted
+    later is kept in the database for a worker (see :mod:`indexnow_django.pending`).
+    """
 
     def send() -> None:
         try:
             report = deliver_now(urls, gone=gone, force=force, batch_id=batch_id, conf=conf)
-        except Exception:
+        except Exception as exc:
             logger.exception("IndexNow send failed batch=%s count=%d", batch_id, len(urls))
+            if fallback:
+                reason = f"the send failed: {type(exc).__name__}: {exc}"
+                keep(urls, gone=gone, batch_id=batch_id, engines=None, force=force, reason=reason)
             return
-        log_report(report, batch_id=batch_id, conf=conf)
+        log_report(report, batch_id=batch_id, conf=conf, kept=fallback)
+        if fallback:
+            _keep_retryable(report, batch_id=batch_id, force=force)
 
     if response is None or not compat.run_after_response(response, send):
         send()
 
 
-def log_report(report: DeliveryReport, *, batch_id: str, conf: IndexNowSettings) -> None:
-    """Log each POST that an in-process send could not get accepted (it is not retried)."""
+def _keep_retryable(report: DeliveryReport, *, batch_id: str, force: bool) -> None:
+    """Keep the URLs each engine may still accept later, one row per engine."""
+    by_engine: dict[str, dict[str, None]] = {}
+    reasons: dict[str, str] = {}
+    for result in report.retryable:
+        by_engine.setdefault(result.engine.endpoint, {}).update(dict.fromkeys(result.urls))
+        status = result.status if result.status is not None else "-"
+        reasons[result.engine.endpoint] = f"{result.engine.name} answered {status}"
+    for endpoint, urls in by_engine.items():
+        keep(
+            list(urls),
+            gone=[url for url in urls if url in report.gone],
+            batch_id=batch_id,
+            engines=[endpoint],
+            force=force,
+            reason=reasons[endpoint],
+        )
+
+
+def log_report(
+    report: DeliveryReport, *, batch_id: str, conf: IndexNowSettings, kept: bool = False
+) -> None:
+    """Log each POST that an in-process send could not get accepted.
+
+    ``kept``: what may be accepted later is kept for a worker, else it is not retried.
+    """
     for result in report.results:
         if result.accepted:
             continue
         if result.retryable:
-            advice = "not retried (sent from this process, without a queue)"
+            advice = (
+                "kept for a worker"
+                if kept
+                else "not retried (sent from this process, without a queue)"
+            )
         else:
             advice = rejection_hint(result.status, result.host, conf)
         logger.warning(

@@ -1,4 +1,5 @@
-"""The app's database models: :class:`Delivery`, the record of one POST to an engine.
+"""The app's database models: :class:`Delivery`, the record of one POST to an engine
+(and :class:`~indexnow_django.pending.PendingSubmission`, kept with its own code).
 
 Rows are written by :mod:`indexnow_django.history` (one INSERT per POST) and
 shown by the admin (``admin.py``). Nothing here reads settings or connects
@@ -10,7 +11,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-__all__ = ["Delivery"]
+__all__ = ["Delivery", "PendingSubmission"]
 
 
 class Delivery(models.Model):
@@ -58,3 +59,8 @@ class Delivery(models.Model):
     def url_list(self) -> list[str]:
         """The URLs of the POST, in the order they were sent."""
         return [url for url in self.urls.split(self.URL_SEPARATOR) if url]
+
+
+# Kept beside the code that writes and reads it; imported here so that Django
+# (and its migrations) know the model.
+from .pending import PendingSubmission  # noqa: E402

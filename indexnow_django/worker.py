@@ -13,8 +13,9 @@ While it waits for jobs, the worker also looks, every
 a cold shutdown, a machine gone) and sends them again
 (:func:`indexnow_django.jobs.resend_orphans`): without it rq leaves such a job
 in its started job registry for about 13 minutes, then fails it, and never
-retries it. A busy worker looks when it is idle again; any idle worker of the
-queue will do.
+retries it. It also queues the URLs that web processes kept in the database
+while Redis could not take their jobs (:mod:`indexnow_django.pending`). A
+busy worker looks when it is idle again; any idle worker of the queue will do.
 
 :class:`SimpleWorker` is the same for rq's non-forking worker, and
 :class:`UnitOfWorkMixin` adds the behaviour to a worker class of your own.
@@ -30,7 +31,9 @@ from rq.worker import SimpleWorker as RQSimpleWorker
 from rq.worker import Worker as RQWorker
 
 from .collector import batch
+from .conf import get_settings
 from .jobs import resend_orphans
+from .queue import get_queue
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +70,7 @@ class UnitOfWorkMixin:
     """
 
     _indexnow_next_sweep = 0.0
+    _kept_failed = False  # said once per process, then quietly
 
     def perform_job(self, *args: Any, **kwargs: Any) -> bool:
         with batch():
@@ -87,6 +91,7 @@ class UnitOfWorkMixin:
             super().run_maintenance_tasks()  # type: ignore[misc]
         self._indexnow_next_sweep = time.monotonic() + SWEEP_EVERY
         self.resend_orphans()
+        self.enqueue_kept()
 
     def resend_orphans(self) -> None:
         """Send again the delivery jobs of this worker's queues whose worker died. Never raises."""
@@ -95,6 +100,27 @@ class UnitOfWorkMixin:
                 resend_orphans(queue)
             except Exception:
                 logger.exception("IndexNow could not look for orphaned jobs queue=%s", queue.name)
+
+    def enqueue_kept(self) -> None:
+        """Queue the URLs that web processes kept in the database while Redis could not take
+        their jobs (see :mod:`indexnow_django.pending`). Never raises."""
+        from django.db import connections
+
+        from .pending import enqueue_pending
+
+        try:
+            conf = get_settings()
+            if conf.enabled and conf.resolved_dispatch == "queue":
+                enqueue_pending(get_queue(conf), conf)
+        except Exception as exc:
+            if not UnitOfWorkMixin._kept_failed:
+                logger.exception("IndexNow could not queue the URLs kept in the database")
+            else:
+                logger.debug("IndexNow could not queue the URLs kept in the database: %s", exc)
+            UnitOfWorkMixin._kept_failed = True
+        finally:
+            # rq forks work horses from this process: they must not share its connection.
+            connections.close_all()
 
 
 class Worker(UnitOfWorkMixin, RQWorker):

@@ -25,7 +25,7 @@ import redis
 from indexnow_django.testing import LoopbackEngine
 
 _engine: LoopbackEngine | None = None
-_redis_proc: subprocess.Popen[bytes] | None = None
+_redis_server: RedisServer | None = None
 
 
 def free_port() -> int:
@@ -115,17 +115,25 @@ class RedisServer:
 
 
 def _start_redis() -> str:
-    global _redis_proc
-    server = RedisServer().start()
-    _redis_proc = server.proc
+    global _redis_server
+    server = _redis_server = RedisServer().start()
     atexit.register(_stop_redis)
     return server.url
 
 
+def suite_redis() -> RedisServer:
+    """The redis-server the suite started, to stop and start again for real."""
+    if _redis_server is None:
+        raise RuntimeError(
+            "This test stops and restarts the suite's Redis: run it without REDIS_URL, "
+            "so that the suite starts a redis-server of its own."
+        )
+    return _redis_server
+
+
 def _stop_redis() -> None:
-    if _redis_proc is not None and _redis_proc.poll() is None:
-        _redis_proc.terminate()
-        _redis_proc.wait(5)
+    if _redis_server is not None:
+        _redis_server.stop()
 
 
 def ensure_redis() -> str:
@@ -139,11 +147,11 @@ def ensure_redis() -> str:
 
 def redis_is_ours() -> bool:
     """True when the suite started its own redis-server (and may stop it)."""
-    return _redis_proc is not None
+    return _redis_server is not None
 
 
 def redis_process() -> subprocess.Popen[bytes] | None:
-    return _redis_proc
+    return _redis_server.proc if _redis_server is not None else None
 
 
 def ensure_engine() -> str:
