@@ -331,7 +331,9 @@ def test_a_job_whose_whole_worker_was_killed_mid_post_is_sent_by_another_worker(
     POST: rq would leave the job "started" for about 13 minutes and never retry it."""
     from rq.exceptions import NoSuchJobError
 
-    overrides = queue_settings(indexnow_settings, HTTP={"TIMEOUT": 30})
+    overrides = queue_settings(
+        indexnow_settings, HTTP={"TIMEOUT": 30}, DEBOUNCE={"CACHE": "shared", "TTL": 600}
+    )
     engine.queue_replies(Reply(200, delay=25))  # answered after the worker is gone
     dispatch(["/a/"])
     job = only_queued_job(redis_conn)
@@ -379,3 +381,26 @@ def test_a_worker_killed_at_the_last_attempt_fails_the_job_naming_the_count(
     assert f"worker {doomed.name} died" in text
     assert failed_ids(redis_conn) == [job.id]
     assert len(engine.posts) == 1
+
+
+def test_two_endpoints_on_one_host_are_two_engines_and_only_the_second_is_retried(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    """One server, one port, two paths: the first accepts, the second answers 429."""
+    first, second = engine.url, engine.url.replace("/indexnow", "/second")
+    overrides = queue_settings(
+        indexnow_settings, ENGINES=[first, second], DEBOUNCE={"CACHE": "shared", "TTL": 600}
+    )
+    engine.queue_replies(Reply(200), Reply(429, headers={"Retry-After": "1"}))
+    dispatch(["/a/", "/b/"])
+    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
+    start_worker(overrides)
+
+    _, retry = wait_for_batch(redis_conn, batch_id, 2, "finished")
+    assert [(post.path, post.urls, post.reply.status) for post in engine.wait_for_posts(3)] == [
+        ("/indexnow", [A, B], 200),
+        ("/second", [A, B], 429),
+        ("/second", [A, B], 200),
+    ]
+    assert retry.kwargs["engines"] == [second]
+    assert retry.meta[META_ATTEMPT] == 2
