@@ -225,8 +225,7 @@ def _retry(
         )
         first = retry.results[0]
         logger.warning(
-            "IndexNow retry batch=%s engine=%s count=%d status=%s attempt=%d/%d in=%.1fs "
-            "job=%s error=%s",
+            "IndexNow retry batch=%s engine=%s count=%d status=%s attempt=%d/%d in=%.1fs job=%s%s",
             batch_id,
             retry.engine.name,
             len(retry.urls),
@@ -235,7 +234,7 @@ def _retry(
             conf.retry.max_attempts,
             retry.delay,
             job.id,
-            first.error or "-",
+            " error=" + first.error if first.error else "",
         )
         job_ids.append(job.id)
     return job_ids, []

@@ -190,6 +190,8 @@ def deliver_now(
                 else:
                     store.release(claim)
                 report.results.append(result)
+    for name, count in report.debounced.items():
+        logger.info("IndexNow debounced batch=%s engine=%s count=%d", batch_id, name, count)
     return report
 
 
@@ -210,11 +212,12 @@ def _by_host(urls: list[str]) -> dict[str, list[str]]:
 
 def _log_post(result: PostResult, batch_id: str) -> None:
     logger.info(
-        "IndexNow POST batch=%s engine=%s host=%s count=%d status=%s outcome=%s",
+        "IndexNow POST batch=%s engine=%s host=%s count=%d status=%s outcome=%s%s",
         batch_id,
         result.engine.name,
         result.host,
         len(result.urls),
         result.status if result.status is not None else "-",
         result.outcome.value,
+        " error=" + result.error if result.error else "",
     )

@@ -11,6 +11,7 @@ import datetime
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -588,16 +589,34 @@ def test_rejected_by_one_engine_accepted_by_another_counts_as_rejected(
     assert summary(out.getvalue()).endswith("0 accepted, 2 rejected, 0 failed.")
 
 
-def test_network_error_names_its_class(indexnow_settings: Callable[..., Any]) -> None:
-    indexnow_settings(
-        ENGINES=[f"http://127.0.0.1:{services.free_port()}/indexnow"],
-        RETRY={"MAX_ATTEMPTS": 1},
-    )
+def test_network_error_names_its_class(indexnow_settings: Callable[..., Any], caplog: Any) -> None:
+    port = services.free_port()
+    indexnow_settings(ENGINES=[f"http://127.0.0.1:{port}/indexnow"], RETRY={"MAX_ATTEMPTS": 1})
     out = Output()
     with pytest.raises(CommandError, match=r"network error \(ConnectionError\)"):
         call_command("indexnow_submit", "/a/", "--sync", stdout=out, stderr=Output())
     assert "1 URL(s) retry (ConnectionError)" in out.getvalue()
     assert summary(out.getvalue()).endswith("0 accepted, 0 rejected, 1 failed.")
+    assert re.search(
+        rf"IndexNow POST batch=\w+ engine=127.0.0.1:{port} host=www.example.com count=1 "
+        r"status=- outcome=retry error=ConnectionError$",
+        caplog.text,
+        re.MULTILINE,
+    )
+
+
+def test_debounced_urls_are_logged_per_engine(engine: LoopbackEngine, caplog: Any) -> None:
+    submit("/a/", "/b/", "--sync")
+    caplog.clear()
+
+    submit("/a/", "/b/", "/c/", "--sync")
+
+    assert engine.posts[1].urls == [f"{BASE}/c/"]
+    assert re.search(
+        rf"IndexNow debounced batch=\w+ engine=127.0.0.1:{engine.port} count=2$",
+        caplog.text,
+        re.MULTILINE,
+    )
 
 
 def test_unparseable_retry_after_is_retried_after_the_formula(
