@@ -332,7 +332,7 @@ class DeliveryAdmin(_ModelAdmin):
             '<span style="color:{};font-weight:bold">{}</span>', colour, obj.get_outcome_display()
         )
 
-    @admin.display(description=_("URLs"))
+    @admin.display(description=_("URL list"))
     def url_list_html(self, obj: Delivery) -> str:
         return format_html(
             '<ol class="indexnow-urls" style="max-height:30em;overflow:auto;margin:0;'
