@@ -103,11 +103,11 @@ class Seen(NamedTuple):
 DRAFT = Seen(published=False, when=None, public=False, urls=())
 
 
-def _see(options: ModelIndexNow, obj: Any, now: datetime.datetime) -> Seen:
+def _see(options: ModelIndexNow, obj: Any, now: datetime.datetime | None = None) -> Seen:
     """Evaluate ``obj`` (URLs only when it is public: a draft's are never needed)."""
     published = bool(options.is_published(obj))
     when = options.publish_time(obj) if published else None
-    public = published and (when is None or when <= now)
+    public = published and (when is None or when <= (now or timezone.now()))
     urls = tuple([str(u) for u in options.urls(obj)]) if public else ()
     return Seen(published, when, public, urls)
 
@@ -132,15 +132,14 @@ def _outcome(
     ``saved``). ``counts``: whether a field that ``fields`` lists changed (or
     ``fields`` is ``None``); a change of public state or of URLs counts anyway.
     """
-    now = timezone.now()
-    after = _see(plan.options, saved, now)
+    after = _see(plan.options, saved)
     old = after if before is None else before
     if not counts and old == after:
         return []
     urls = list(after.urls)
     if old.public:
-        urls.extend(GoneURL(u) for u in old.urls if u not in after.urls)
-    if after.published and after.when is not None and after.when > now:
+        urls.extend(u for u in old.urls if u not in after.urls)
+    if after.published and after.when is not None and not after.public:  # still to come
         from .scheduling import schedule
 
         schedule(plan.options, saved, after.when, using=using)
@@ -445,7 +444,7 @@ def _before_save(
             if plan.attnames is None:
                 state.indexnow_before = _Before(None, True, deferred)  # type: ignore[attr-defined]
             return
-        seen = _see(plan.options, _rebuild(instance, values), timezone.now())
+        seen = _see(plan.options, _rebuild(instance, values))
         state.indexnow_before = _Before(seen, fields_changed(plan, changed), deferred)  # type: ignore[attr-defined]
     except Exception as error:
         _failed(instance, "work out the stored state before a save", error)
