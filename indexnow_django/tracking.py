@@ -699,13 +699,18 @@ def _hook_loading(tracked: Mapping[type[models.Model], _Info]) -> None:
     _hooked.clear()
     for cls in sorted(tracked, key=lambda c: len(c.__mro__)):
         loader = cls.from_db.__func__  # type: ignore[attr-defined]
+        mutable = tracked[cls].mutable
         if getattr(loader, "indexnow_hook", False):
-            continue  # inherited from a hooked parent
+            if loader.indexnow_mutable == mutable:
+                continue  # inherited from a hooked parent, and right for this class too
+            loader = loader.indexnow_loader
         _hooked[cls] = cls.__dict__.get("from_db")
-        cls.from_db = classmethod(_loading_hook(loader))  # type: ignore[method-assign,assignment]
+        cls.from_db = classmethod(_loading_hook(loader, mutable))  # type: ignore[method-assign,assignment]
 
 
-def _loading_hook(loader: Callable[..., models.Model]) -> Callable[..., models.Model]:
+def _loading_hook(
+    loader: Callable[..., models.Model], mutable: frozenset[str]
+) -> Callable[..., models.Model]:
     # Django 6.1 passes ``fetch_mode=`` to ``from_db``; a model's own older override
     # may not take it, and then it is not passed on (Django itself does the same).
     passes_options = func_supports_parameter(loader, "fetch_mode") or func_accepts_kwargs(loader)
@@ -718,9 +723,8 @@ def _loading_hook(loader: Callable[..., models.Model]) -> Callable[..., models.M
             if passes_options
             else (loader(cls, db, field_names, values))
         )
-        info = _tracked.get(cls)
-        if info is not None and info.mutable:
-            mutable = info.mutable
+        if mutable:
+            # Values that can change in place (JSON): a copy, or "before" would follow them.
             values = [
                 copy.deepcopy(v) if n in mutable else v
                 for n, v in zip(field_names, values, strict=False)
@@ -728,6 +732,8 @@ def _loading_hook(loader: Callable[..., models.Model]) -> Callable[..., models.M
         obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
         return obj
 
+    from_db.indexnow_loader = loader  # type: ignore[attr-defined]
+    from_db.indexnow_mutable = mutable  # type: ignore[attr-defined]
     from_db.indexnow_hook = True  # type: ignore[attr-defined]
     return from_db
 
