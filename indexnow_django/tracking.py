@@ -138,7 +138,7 @@ def _outcome(
         return []
     urls = list(after.urls)
     if old.public:
-        urls.extend(u for u in old.urls if u not in after.urls)
+        urls.extend(GoneURL(u) for u in old.urls if u not in after.urls)
     if after.published and after.when is not None and not after.public:  # still to come
         from .scheduling import schedule
 
