@@ -116,3 +116,31 @@ def test_future_go_live_sends_nothing_until_publish_scheduled(tree: Tree, admin,
     assert posted(engine) == [f"{W}/news/first-v2/", f"{W}/news/first/", f"{W}/news/later/"]
     assert len(engine.posts) == 1  # the command is one unit of work
     assert ArticlePage.objects.get(slug="later").live
+
+
+def test_removals_right_after_a_publish_get_through_the_debounce(
+    tree: Tree, admin, engine, settings
+) -> None:
+    """Within DEBOUNCE["TTL"], a page that stops being public is still sent, once a side."""
+    settings.INDEXNOW = {**settings.INDEXNOW, "DEBOUNCE": {"TTL": 600}}
+    response = admin.post(edit_url(tree.second), publish_data(tree.second, body="y"))
+    assert response.status_code == 302
+    assert posted(engine) == [f"{W}/news/second/"]
+
+    engine.reset()  # the same side again within the TTL: debounced
+    admin.post(edit_url(tree.second), publish_data(tree.second, body="z"))
+    assert engine.posts == []
+
+    response = admin.post(reverse("wagtailadmin_pages:unpublish", args=[tree.second.pk]), {})
+    assert response.status_code == 302
+    assert posted(engine) == [f"{W}/news/second/"]
+
+    engine.reset()  # published again: public once more, sent again
+    tree.second.refresh_from_db()
+    admin.post(edit_url(tree.second), publish_data(tree.second, body="w"))
+    assert posted(engine) == [f"{W}/news/second/"]
+
+    engine.reset()
+    response = admin.post(reverse("wagtailadmin_pages:delete", args=[tree.second.pk]), {})
+    assert response.status_code == 302
+    assert posted(engine) == [f"{W}/news/second/"]

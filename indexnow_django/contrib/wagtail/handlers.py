@@ -193,8 +193,13 @@ def _settle(pk: Any, using: str, before: _Before) -> None:
         if before.descendants is not None:
             changed += before.descendants
             if page is not None:
-                changed += urls.subtree_urls(page, include_page=False)
-        collect(changed, using)
+                descendants = urls.subtree_urls(page, include_page=False)
+                changed += descendants
+                new = [*new, *descendants]
+        # What was live and is not any more is gone for the engines (sent again
+        # even when the same URL was accepted as public a moment ago).
+        live = set(new)
+        collect(changed, using, gone=[url for url in changed if url not in live])
 
 
 # Publishing and deleting -------------------------------------------------------
@@ -221,7 +226,8 @@ def _before_delete(
         # from a child page's parent link, without the stored values: read the row.
         stored = Page.objects.using(using).filter(pk=instance.pk).first()
         if stored is not None:
-            collect(PageURLs(using).urls(stored), using)
+            gone = PageURLs(using).urls(stored)
+            collect(gone, using, gone=gone)
 
 
 # View restrictions ---------------------------------------------------------------
@@ -247,7 +253,8 @@ def _restriction_saved(
         if page is None:
             return
         # What was public until this restriction: hidden now, gone for the engines.
-        collect(PageURLs(using, ignore_restriction=instance.pk).subtree_urls(page), using)
+        gone = PageURLs(using, ignore_restriction=instance.pk).subtree_urls(page)
+        collect(gone, using, gone=gone)
 
 
 def _restriction_deleted(
