@@ -16,7 +16,9 @@ django-redis or redis-py release changes the internal it reads:
   callbacks registered with ``transaction.on_commit`` that still wait for
   the commit (a rolled-back savepoint removes its own), as
   ``(savepoint ids, callback, robust)`` entries; and, while the commit runs
-  them, CPython freeing a dropped callback at once.
+  them, CPython freeing a dropped callback at once;
+* :func:`scheduler_died`: ``RQScheduler._process``, the process in which rq's
+  worker runs its scheduler.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "can_run_after_response",
     "redis_cache_client",
     "run_after_response",
+    "scheduler_died",
 ]
 
 
@@ -161,3 +164,13 @@ class PendingCallback:
         if not self._connection.in_atomic_block:
             return True
         return any(entry[1] is callback for entry in reversed(self._connection.run_on_commit))
+
+
+def scheduler_died(scheduler: Any) -> bool:
+    """Whether the scheduler process that an rq worker started has ended since.
+
+    False for a scheduler that never started (another worker holds the lock,
+    or a burst worker).
+    """
+    process = getattr(scheduler, "_process", None)
+    return process is not None and not process.is_alive()

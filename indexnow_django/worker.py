@@ -13,9 +13,11 @@ While it waits for jobs, the worker also looks, every
 a cold shutdown, a machine gone) and sends them again
 (:func:`indexnow_django.jobs.resend_orphans`): without it rq leaves such a job
 in its started job registry for about 13 minutes, then fails it, and never
-retries it. It also queues the URLs that web processes kept in the database
-while Redis could not take their jobs (:mod:`indexnow_django.pending`). A
-busy worker looks when it is idle again; any idle worker of the queue will do.
+retries it. It also starts its scheduler again when that process died (rq
+would wait for its 10-minute maintenance), and queues the URLs that web
+processes kept in the database while Redis could not take their jobs
+(:mod:`indexnow_django.pending`). A busy worker looks when it is idle again;
+any idle worker of the queue will do.
 
 :class:`SimpleWorker` is the same for rq's non-forking worker, and
 :class:`UnitOfWorkMixin` adds the behaviour to a worker class of your own.
@@ -31,6 +33,7 @@ from rq.worker import SimpleWorker as RQSimpleWorker
 from rq.worker import Worker as RQWorker
 
 from .collector import batch
+from .compat import scheduler_died
 from .conf import get_settings
 from .jobs import resend_orphans
 from .queue import get_queue
@@ -90,8 +93,23 @@ class UnitOfWorkMixin:
         if super().should_run_maintenance_tasks:  # type: ignore[misc]
             super().run_maintenance_tasks()  # type: ignore[misc]
         self._indexnow_next_sweep = time.monotonic() + SWEEP_EVERY
+        self.restart_scheduler()
         self.resend_orphans()
         self.enqueue_kept()
+
+    def restart_scheduler(self) -> None:
+        """Start this worker's scheduler again if its process died (a Redis restart ends it).
+
+        rq does so in its maintenance only, every 10 minutes: meanwhile retries
+        and scheduled publications would wait. Never raises.
+        """
+        scheduler = getattr(self, "scheduler", None)
+        try:
+            if scheduler is not None and scheduler_died(scheduler):
+                logger.warning("IndexNow: the scheduler of this worker died; starting it again")
+                scheduler.acquire_locks(auto_start=True)
+        except Exception:
+            logger.exception("IndexNow could not start the scheduler again")
 
     def resend_orphans(self) -> None:
         """Send again the delivery jobs of this worker's queues whose worker died. Never raises."""

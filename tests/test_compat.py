@@ -167,3 +167,14 @@ def test_the_cache_client_gives_up_on_a_frozen_redis_within_the_bound(private_re
     assert elapsed < compat.CACHE_REDIS_TIMEOUT + 0.5, changed(
         f"{backend}: a client built with the cache's options no longer takes our timeouts"
     )
+
+
+# rq's scheduler process ------------------------------------------------------------
+
+
+def test_a_scheduler_that_never_started_has_not_died(redis_conn):
+    from rq.scheduler import RQScheduler
+
+    scheduler = RQScheduler(["default"], connection=redis_conn)
+    assert hasattr(scheduler, "_process"), changed("RQScheduler._process (rq)")
+    assert compat.scheduler_died(scheduler) is False

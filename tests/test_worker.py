@@ -150,3 +150,33 @@ def test_the_line_users_add():
     assert worker_module.WORKER_CLASS_LINE == (
         'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}'
     )
+
+
+@pytest.mark.worker
+def test_a_scheduler_process_that_died_is_started_again_and_retries_run(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    """A Redis restart may end the worker's scheduler process; rq would start it again
+    in its maintenance only, 10 minutes later, and retries would wait until then."""
+    import os
+    import signal
+
+    from indexnow_django.dispatch import dispatch
+    from indexnow_django.testing import Reply
+    from tests.rqhelpers import FAST_RETRY
+
+    overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY}
+    indexnow_settings(**overrides)
+    worker = start_worker(overrides)
+    [scheduler] = worker.children()  # an idle worker's one child: its scheduler
+    os.kill(scheduler, signal.SIGKILL)
+
+    engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))
+    dispatch(["/a/"])
+
+    posts = engine.wait_for_posts(2, timeout=30)
+    assert [(post.urls, post.reply.status) for post in posts] == [
+        (["https://www.example.com/a/"], 429),
+        (["https://www.example.com/a/"], 200),
+    ]
+    assert "the scheduler of this worker died; starting it again" in worker.output()
