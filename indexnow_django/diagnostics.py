@@ -862,6 +862,43 @@ def _contributed_sections(diag: Diagnosis) -> None:
                 diag.add(section, Status(status), message, **data)
 
 
+def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
+    """URLs kept in the database because no queue could take them (see :mod:`.pending`)."""
+    from django.db import DatabaseError
+    from django.db.models import Count, Min
+    from django.utils import timezone
+
+    from .pending import PendingSubmission
+
+    table = PendingSubmission._meta.db_table
+    try:
+        rows = PendingSubmission.objects.aggregate(count=Count("pk"), oldest=Min("kept_at"))
+    except DatabaseError as exc:
+        diag.add(
+            "jobs",
+            Status.WARN,
+            f"the submissions waiting in the database (table {table}) could not be read: "
+            f"{excerpt(str(exc), 120)}",
+            "Run manage.py migrate.",
+        )
+        return
+    count = rows["count"]
+    if not count:
+        diag.add("jobs", Status.OK, f"no URLs wait in the database (table {table})", pending=0)
+        return
+    age = (timezone.now() - rows["oldest"]).total_seconds()
+    diag.add(
+        "jobs",
+        Status.WARN,
+        f"{count} submission(s) wait in the database (table {table}, the oldest kept "
+        f"{age:.0f}s ago): URLs that no queue could take and the web process could not "
+        "deliver",
+        "A worker of class indexnow_django.worker.Worker queues them once Redis takes jobs: "
+        f"python manage.py rqworker {conf.queue_name} --with-scheduler",
+        pending=count,
+    )
+
+
 def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Diagnosis:
     """Check everything delivery depends on; see the module docstring."""
     diag = Diagnosis()
@@ -887,4 +924,5 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     _contributed_sections(diag)
     if state is not None:
         _jobs_section(diag, state, conf)
+    _pending_section(diag, conf)
     return diag

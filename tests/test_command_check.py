@@ -32,6 +32,9 @@ from rq.worker import Worker as RQWorker
 
 from tests import services
 
+# indexnow_check counts the submissions that wait in the database.
+pytestmark = pytest.mark.django_db
+
 KEY = "test-key-0123456789"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -807,3 +810,22 @@ def test_a_scheduler_killed_with_its_worker_is_not_alive(
     assert redis_conn.exists(RQScheduler.get_locking_key("default"))  # the lock outlives it
     found = line(output, "WARN", "no scheduler is alive for queue 'default'")
     assert f"(pid {scheduler_pid}) still holds its lock but its process is gone" in found
+
+
+def test_urls_waiting_in_the_database_are_counted(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    from indexnow_django.pending import PendingSubmission
+
+    indexnow_settings(DISPATCH="sync")
+    output, _ = run_check("--offline")
+    line(output, "OK", "no URLs wait in the database (table indexnow_pendingsubmission)")
+
+    PendingSubmission.objects.create(
+        batch_id="b1", urls="https://www.example.com/a/\nhttps://www.example.com/b/", reason="503"
+    )
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "1 submission(s) wait in the database (table indexnow_pendingsubmission")
+    assert "hint: A worker of class indexnow_django.worker.Worker queues them" in output

@@ -143,6 +143,7 @@ def test_a_403_in_process_logs_no_key_and_no_engine_credentials(engine, indexnow
     assert_no_secret("\n".join(r.getMessage() for r in records), "the log records")
 
 
+@pytest.mark.django_db
 def test_a_403_in_the_commands_output_shows_no_key(engine, indexnow_settings):
     from django.core.management import call_command
     from django.core.management.base import CommandError
