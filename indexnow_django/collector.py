@@ -65,6 +65,17 @@ __all__ = [
 _ids = count(1)
 
 
+#: This process's id, kept up to date in forked children (no system call per URL).
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
 #: Seconds a management command holds the URLs it produced before flushing them.
 COMMAND_HOLD = 3.0
 
@@ -95,7 +106,7 @@ class Collector:
         self.urls: dict[str, bool] = {}
         self.open = True
         self.hold = hold
-        self._pid = os.getpid()
+        self._pid = _pid
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         #: A command started outside Django's test environment (the test runner itself).
@@ -106,7 +117,7 @@ class Collector:
 
     def accepts(self) -> bool:
         """Whether URLs produced now in this context belong to this unit."""
-        return self.open and self._pid == os.getpid() and not (self._outside_tests and _testing())
+        return self.open and self._pid == _pid and not (self._outside_tests and _testing())
 
     def add(self, urls: Iterable[str]) -> None:
         with self._lock:
