@@ -31,6 +31,7 @@ from indexnow_django.queue import META_ATTEMPT, META_BATCH_ID
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests.rqhelpers import (
     FAST_RETRY,
+    all_job_ids,
     batch_jobs,
     exc_string,
     failed_ids,
@@ -263,11 +264,12 @@ def test_site_verification_not_completed_is_retried(
 
 def test_retry_after_as_an_http_date(engine, indexnow_settings, start_worker, redis_conn):
     overrides = queue_settings(indexnow_settings, RETRY={**FAST_RETRY, "BASE_DELAY": 30})
+    start_worker(overrides)  # ready before the date is set: its start-up takes no slack
     due = int(time.time()) + 5  # HTTP dates have whole seconds
     engine.queue_replies(Reply(429, headers={"Retry-After": formatdate(due, usegmt=True)}))
     dispatch(["/a/"])
-    batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
-    start_worker(overrides)
+    wait_for_count(lambda: len(engine.posts), 1)
+    (batch_id,) = {fetch(redis_conn, i).meta[META_BATCH_ID] for i in all_job_ids(redis_conn)}
 
     wait_for_batch(redis_conn, batch_id, 2, "finished", timeout=15)
     first, second = engine.posts
