@@ -48,6 +48,7 @@ import contextvars
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import compat
@@ -141,41 +142,42 @@ def dispatch(
         valid, _ = clean_urls(urls, conf)
         if not valid:
             return
-        gone = gone_urls(valid, gone, conf)
-        batch_id = new_batch_id()
+        flush = _Flush(valid, gone_urls(valid, gone, conf), new_batch_id(), bool(force), conf)
         if conf.resolved_dispatch == "queue":
-            _to_queue(valid, gone, batch_id=batch_id, force=force, response=response, conf=conf)
+            _to_queue(flush, response)
         else:
             logger.info(
                 "IndexNow flush batch=%s mode=sync count=%d when=%s",
-                batch_id,
+                flush.batch_id,
                 len(valid),
                 "after-response" if _can_defer(response) else "now",
             )
-            _send_in_process(
-                valid, gone, batch_id=batch_id, force=force, response=response, conf=conf
-            )
+            _send_in_process(flush, response)
     except Exception:
         logger.exception("IndexNow could not dispatch count=%d", len(urls))
 
 
-def _to_queue(
-    urls: list[str],
-    gone: list[str],
-    *,
-    batch_id: str,
-    force: bool,
-    response: HttpResponseBase | None,
-    conf: IndexNowSettings,
-) -> None:
+@dataclass(frozen=True)
+class _Flush:
+    """One flush on its way: normalized URLs (and which are gone), its batch id, options."""
+
+    urls: list[str]
+    gone: list[str]
+    batch_id: str
+    force: bool
+    conf: IndexNowSettings
+
+
+def _to_queue(flush: _Flush, response: HttpResponseBase | None) -> None:
+    urls, batch_id, conf = flush.urls, flush.batch_id, flush.conf
     try:
         queue = get_queue(conf)
         job = enqueue_delivery(
             queue,
             urls,
-            gone=gone,
+            gone=flush.gone,
             batch_id=batch_id,
-            force=force,
+            force=flush.force,
             delay=conf.queue_delay,
             conf=conf,
         )
@@ -191,9 +193,7 @@ def _to_queue(
             type(exc).__name__,
             exc,
         )
-        _send_in_process(
-            urls, gone, batch_id=batch_id, force=force, response=response, conf=conf, fallback=True
-        )
+        _send_in_process(flush, response, fallback=True)
         return
     logger.info(
         "IndexNow flush batch=%s mode=queue count=%d queue=%s job=%s%s",
@@ -210,20 +210,21 @@ def _can_defer(response: HttpResponseBase | None) -> bool:
 
 
 def _send_in_process(
-    urls: list[str],
-    gone: list[str],
-    *,
-    batch_id: str,
-    force: bool,
-    response: HttpResponseBase | None,
-    conf: IndexNowSettings,
-    fallback: bool = False,
+    flush: _Flush, response: HttpResponseBase | None, *, fallback: bool = False
 ) -> None:
     """Send now, or after ``response`` has gone out when there is one.
 
     ``fallback``: the queue could not take the job; what may still be accepted
     later is kept in the database for a worker (see :mod:`indexnow_django.pending`).
     """
+
+    urls, gone, batch_id, force, conf = (
+        flush.urls,
+        flush.gone,
+        flush.batch_id,
+        flush.force,
+        flush.conf,
+    )
 
     def send() -> None:
         try:
