@@ -79,13 +79,35 @@ def normalize_url(url: str, base_url: str | None = None) -> str:
     """Return the canonical absolute form of ``url`` or raise :class:`InvalidURL`."""
     if not isinstance(url, str):
         raise InvalidURL(f"not a string: {excerpt(repr(url), EXCERPT_CHARS)}")
+    if _is_canonical(url):
+        return url
     if (
+        base_url
+        and url[:1] == "/"
+        and "//" not in url  # urljoin() drops empty segments
+        and "/." not in url  # nor dot segments
+        and "?" not in base_url
+        and "#" not in base_url
+    ):
+        # A plain path (what get_absolute_url() gives) joined to a canonical base
+        # is canonical as it stands: no parsing needed.
+        joined = base_url.rstrip("/") + url
+        if _is_canonical(joined):
+            return joined
+    return _normalize_parsed(url, base_url)
+
+
+def _is_canonical(url: str) -> bool:
+    return (
         len(url) <= MAX_URL_LENGTH
         and not url.endswith("?")
-        and _CANONICAL.fullmatch(url)
+        and _CANONICAL.fullmatch(url) is not None
         and ("%" not in url or not _BAD_PERCENT.search(url))
-    ):
-        return url
+    )
+
+
+def _normalize_parsed(url: str, base_url: str | None) -> str:
+    """:func:`normalize_url` the long way: parse, join, check and rebuild every part."""
     url = url.strip(_ASCII_SPACE)
     if not url:
         raise InvalidURL("empty URL")
@@ -96,7 +118,8 @@ def normalize_url(url: str, base_url: str | None = None) -> str:
             f"at position {control.start() + 1}"
         )
     if base_url and not urlsplit(url).scheme and not url.startswith("//"):
-        url = urljoin(base_url.rstrip("/") + "/", url.lstrip("/"))
+        # "./" keeps a first segment with a colon ("/a:b/") from reading as a scheme.
+        url = urljoin(base_url.rstrip("/") + "/", "./" + url.lstrip("/"))
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS:

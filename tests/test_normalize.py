@@ -191,3 +191,54 @@ def test_fast_path_agrees_with_the_full_normalization(url):
     assert normalize_url(url) == expected
     parts = urlsplit(expected)
     assert urlunsplit(parts) == expected
+
+
+@pytest.mark.parametrize(
+    "base",
+    [
+        "https://www.example.com",
+        "https://www.example.com/",
+        "https://www.example.com/sub",
+        "https://www.example.com/sub/",
+        "http://www.example.com",
+        "https://WWW.Example.com",
+        "https://www.example.com:443",
+        "https://www.example.com:8443",
+        "https://www.example.com/?x=1",
+        "https://bücher.example",
+    ],
+)
+def test_paths_joined_without_parsing_give_what_parsing_gives(base):
+    """The shortcut for plain paths agrees with the full parse, and leaves the rest to it."""
+    from indexnow_django.normalize import _normalize_parsed
+
+    paths = [
+        "/",
+        "/blog/hello/",
+        "/blog/hello",
+        "/a//b/",
+        "/a/./b/",
+        "/a/../b/",
+        "/.well-known/x",
+        "/search?q=1&p=2",
+        "/search?",
+        "/a%20b/",
+        "/a%2/",
+        "/caf%C3%A9/",
+        "/café/",
+        "/with space/",
+        "/a#frag",
+        "//other.example/x",
+        "/" + "x" * 2100,
+        "/a\x00b",
+        "/a:b@c/",
+    ]
+    for path in paths:
+        try:
+            expected = _normalize_parsed(path, base)
+        except InvalidURL as exc:
+            with pytest.raises(InvalidURL) as raised:
+                normalize_url(path, base)
+            assert str(raised.value) == str(exc), path
+        else:
+            assert normalize_url(path, base) == expected, path
