@@ -1,3 +1,5 @@
+"""The app's configuration: what happens when Django starts (checks, signals, discovery)."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig

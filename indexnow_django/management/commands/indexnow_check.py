@@ -1,3 +1,5 @@
+"""``manage.py indexnow_check``: print what :mod:`indexnow_django.diagnostics` finds."""
+
 from __future__ import annotations
 
 import json

@@ -1,3 +1,5 @@
+"""``manage.py indexnow_key``: print a new random key for ``INDEXNOW["KEY"]``."""
+
 from __future__ import annotations
 
 import secrets
