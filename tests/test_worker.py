@@ -163,12 +163,14 @@ def test_a_scheduler_process_that_died_is_started_again_and_retries_run(
 
     from indexnow_django.dispatch import dispatch
     from indexnow_django.testing import Reply
-    from tests.rqhelpers import FAST_RETRY
+    from tests.rqhelpers import FAST_RETRY, wait_for_count
 
     overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY}
     indexnow_settings(**overrides)
     worker = start_worker(overrides)
-    [scheduler] = worker.children()  # an idle worker's one child: its scheduler
+    # An idle worker's one child is its scheduler, started just after the worker is ready.
+    wait_for_count(lambda: len(worker.children()), 1)
+    [scheduler] = worker.children()
     os.kill(scheduler, signal.SIGKILL)
 
     engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))
