@@ -15,7 +15,7 @@ and duplicates (first occurrence wins, order kept).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_URL_LENGTH",
     "InvalidURL",
     "NormalizedURLs",
+    "canonical_lines",
     "foreign_host_reason",
     "host_of",
     "normalize_entry",
@@ -59,6 +60,11 @@ _HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 # a control character such as NEL (U+0085) is refused, not trimmed.
 _ASCII_SPACE = " \t\n\r\x0b\x0c"
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+# The bytes of a canonical URL (see _CANONICAL), and the line breaks between them.
+_LINE_BYTES = (
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?%\r\n"
+)
+_BAD_PERCENT_BYTES = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 
 
 class InvalidURL(ValueError):
@@ -168,6 +174,48 @@ def normalize_entry(entry: str, base_url: str) -> str:
     ):
         raise InvalidURL("neither an absolute URL nor a path starting with /")
     return normalize_url(text, base_url)
+
+
+def canonical_lines(block: bytes, hosts: Container[str]) -> tuple[str, list[str]] | None:
+    """The lines of ``block`` and their host, when each line is a URL that
+    :func:`normalize_entry` returns as it is, all of one scheme and one host of ``hosts``.
+
+    ``block`` is lines separated by ``\\n`` (each may end with ``\\r``), without the
+    last line break. ``None`` when any line is not such a URL (a comment, a blank
+    line, white space, a URL to encode or on another host...): the caller then
+    reads the lines one by one. A few scans of the whole block, none per line:
+    files of canonical URLs are read by the million.
+    """
+    if block.translate(None, _LINE_BYTES):  # a byte that no canonical URL holds
+        return None
+    if b"\r" in block:  # every line must end with it: it is stripped
+        lines = block.count(b"\n") + 1
+        if not (
+            block.endswith(b"\r")
+            and block.count(b"\r") == lines
+            and block.count(b"\r\n") == lines - 1
+        ):
+            return None
+        block = block[:-1].replace(b"\r\n", b"\n")
+    scheme = 8 if block.startswith(b"https://") else 7 if block.startswith(b"http://") else 0
+    end = block.find(b"/", scheme) if scheme else -1
+    if end < 0:
+        return None
+    prefix = block[: end + 1]
+    host = prefix[scheme:end].decode("ascii")
+    if (
+        host not in hosts
+        or not _CANONICAL.fullmatch(prefix.decode("ascii"))
+        or block.count(b"\n" + prefix) != block.count(b"\n")
+        or block.endswith(b"?")
+        or b"?\n" in block
+        or (b"%" in block and _BAD_PERCENT_BYTES.search(block))
+    ):
+        return None
+    urls = block.decode("ascii").split("\n")
+    if max(map(len, urls)) > MAX_URL_LENGTH:
+        return None
+    return host, urls
 
 
 def foreign_host_reason(host: str, allowed_hosts: Iterable[str], base_url: str | None) -> str:

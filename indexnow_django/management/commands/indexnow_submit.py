@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple
@@ -29,6 +30,7 @@ from indexnow_django.exceptions import IndexNowConfigError
 from indexnow_django.normalize import (
     MAX_URL_LENGTH,
     InvalidURL,
+    canonical_lines,
     foreign_host_reason,
     host_of,
     normalize_entry,
@@ -70,6 +72,13 @@ class Entry(NamedTuple):
     @property
     def where(self) -> str:
         return self.origin.format(self.position)
+
+
+class Ready(NamedTuple):
+    """Lines read at once that are all canonical URLs of one allowed host: nothing to check."""
+
+    host: str
+    urls: list[str]
 
 
 @dataclass
@@ -205,7 +214,7 @@ class Command(BaseCommand):
 
     # ------------------------------------------------------------------ input
 
-    def _entries(self, options: Mapping[str, Any]) -> Iterator[Entry]:
+    def _entries(self, options: Mapping[str, Any]) -> Iterator[Entry | Ready]:
         for number, url in enumerate(options["urls"], 1):
             yield Entry(url, "argument {}", number)
         for path in options["files"]:
@@ -215,7 +224,7 @@ class Command(BaseCommand):
         for dotted in options["sitemaps"]:
             yield from self._sitemap_entries(dotted)
 
-    def _file_entries(self, path: str, stdin: IO[str]) -> Iterator[Entry]:
+    def _file_entries(self, path: str, stdin: IO[str]) -> Iterator[Entry | Ready]:
         if path == "-":
             yield from self._lines(getattr(stdin, "buffer", stdin), "stdin", "stdin line {}")
             return
@@ -227,10 +236,12 @@ class Command(BaseCommand):
             origin = path.replace("{", "{{").replace("}", "}}") + " line {}"
             yield from self._lines(handle, path, origin)
 
-    def _lines(self, stream: IO[Any], name: str, origin: str) -> Iterator[Entry]:
+    def _lines(self, stream: IO[Any], name: str, origin: str) -> Iterator[Entry | Ready]:
         """The entries of a stream of lines, read in blocks: no line is held whole past
         :data:`MAX_LINE_BYTES`. A file with NUL bytes in its first block is not text:
-        it is refused before anything of it is submitted."""
+        it is refused before anything of it is submitted. The whole lines of a block
+        that are all canonical URLs of one allowed host come as one :class:`Ready`."""
+        hosts = self.conf.hosts
         number = 0
         buffer = b""
         overlong = False
@@ -259,12 +270,19 @@ class Command(BaseCommand):
                 overlong = False
                 block = block[end + 1 :]
             buffer += block
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                number += 1
-                entry = self._line(line, origin, number)
-                if entry is not None:
-                    yield entry
+            end = buffer.rfind(b"\n")
+            if end >= 0:
+                whole, buffer = buffer[:end], buffer[end + 1 :]
+                ready = canonical_lines(whole, hosts)
+                if ready is not None:
+                    number += len(ready[1])
+                    yield Ready(*ready)
+                else:
+                    for line in whole.split(b"\n"):
+                        number += 1
+                        entry = self._line(line, origin, number)
+                        if entry is not None:
+                            yield entry
             if len(buffer) > MAX_LINE_BYTES:
                 overlong = True
                 buffer = b""
@@ -352,7 +370,7 @@ class Command(BaseCommand):
 
     # ------------------------------------------------------------------ batching
 
-    def _run(self, entries: Iterator[Entry]) -> None:
+    def _run(self, entries: Iterator[Entry | Ready]) -> None:
         conf = self.conf
         base_url = conf.base_url
         hosts = conf.hosts
@@ -360,6 +378,9 @@ class Command(BaseCommand):
         counts = self.counts
         buffers: dict[str, dict[str, None]] = {}
         for entry in entries:
+            if isinstance(entry, Ready):
+                self._take(buffers, entry.host, entry.urls)
+                continue
             counts.read += 1
             if entry.problem is not None:
                 self._invalid(entry, entry.problem)
@@ -389,6 +410,27 @@ class Command(BaseCommand):
                 self._progress()
         for host, buffer in buffers.items():
             self._send(host, list(buffer))
+
+    def _take(self, buffers: dict[str, dict[str, None]], host: str, urls: list[str]) -> None:
+        """What :meth:`_run` does URL by URL, for valid ``urls`` of ``host``, a slice at a time."""
+        counts = self.counts
+        counts.read += len(urls)
+        counts.valid += len(urls)
+        max_urls = self.conf.max_urls
+        start = 0
+        while start < len(urls):
+            buffer = buffers.setdefault(host, {})
+            # At most the URLs that fill the buffer: it is sent once full, as in _run.
+            taken = urls[start : start + max_urls - len(buffer)]
+            start += len(taken)
+            before = len(buffer)
+            buffer.update(dict.fromkeys(taken))
+            counts.duplicates += len(taken) - (len(buffer) - before)
+            if len(buffer) >= max_urls:
+                del buffers[host]
+                self._send(host, list(buffer))
+        if self.tty:
+            self._progress()
 
     def _invalid(self, entry: Entry, reason: str) -> None:
         self.counts.invalid += 1
@@ -499,10 +541,10 @@ class Command(BaseCommand):
             client=self._client,
             normalized=True,
         )
-        # The last answer of each engine for each URL, and the attempt it came at.
-        last: dict[tuple[str, str], tuple[PostResult, int]] = {}
+        # Each engine's answers, and the attempt each came at, in order.
+        answers: dict[str, list[tuple[PostResult, int]]] = {}
         attempt = 1
-        self._answers(report.results, attempt, last)
+        self._answers(report.results, attempt, answers)
         retries = conf.retry.plan(report.retryable, attempt)
         while retries:
             delay = max(retry.delay for retry in retries)
@@ -524,17 +566,16 @@ class Command(BaseCommand):
                     client=self._client,
                     normalized=True,
                 )
-                self._answers(again.results, attempt, last)
+                self._answers(again.results, attempt, answers)
                 pending.extend(again.retryable)
             retries = conf.retry.plan(pending, attempt)
 
         # Per URL, the worst of its engines' last answers.
+        finals = _last_answers(answers)
         outcome: dict[str, str] = {}
-        for (url, _), (result, _tries) in last.items():
-            state = _STATE[result.outcome] if not result.dry_run else "not_sent"
-            if _RANK[state] > _RANK.get(outcome.get(url, ""), -1):
-                outcome[url] = state
-        for result, tries in {id(r): (r, t) for r, t in last.values()}.values():
+        for state, _, _, last_for in sorted(finals, key=lambda final: _RANK[final[0]]):
+            outcome.update(dict.fromkeys(last_for, state))
+        for _, result, tries, _ in finals:
             if result.outcome is Outcome.REJECTED:
                 self.failures.append(result.message)
                 self.hint = rejection_hint(result.status, result.host, conf)
@@ -544,19 +585,18 @@ class Command(BaseCommand):
         c.debounced += len(urls) - len(outcome)
         if fallback:
             c.fallback += len(urls)
-        for state in outcome.values():
-            setattr(c, state, getattr(c, state) + 1)
+        for state, count in Counter(outcome.values()).items():
+            setattr(c, state, getattr(c, state) + count)
 
     def _answers(
         self,
         results: Iterable[PostResult],
         attempt: int,
-        last: dict[tuple[str, str], tuple[PostResult, int]],
+        answers: dict[str, list[tuple[PostResult, int]]],
     ) -> None:
         for result in results:
             self._answer(result)
-            for url in result.urls:
-                last[url, result.engine.endpoint] = (result, attempt)
+            answers.setdefault(result.engine.endpoint, []).append((result, attempt))
 
     def _answer(self, result: PostResult) -> None:
         if self.verbosity < 1:
@@ -635,3 +675,28 @@ class Command(BaseCommand):
         if self.verbosity >= 1 or self.failures or c.valid == 0:
             style = self.style.ERROR if self.failures else self.style.SUCCESS
             self.stdout.write(style(line))
+
+
+def _last_answers(
+    answers: Mapping[str, list[tuple[PostResult, int]]],
+) -> list[tuple[str, PostResult, int, set[str]]]:
+    """The answers that are an engine's last for some URLs: ``(state, answer, attempt,
+    those URLs)``, engine by engine, in the order of the URLs they first answered."""
+    finals: list[tuple[str, PostResult, int, set[str]]] = []
+    for in_order in answers.values():
+        seen: set[str] = set()
+        mine: list[tuple[str, PostResult, int, set[str]]] = []
+        for result, attempt in reversed(in_order):
+            last_for = set(result.urls).difference(seen)
+            if last_for:
+                seen |= last_for
+                state = _STATE[result.outcome] if not result.dry_run else "not_sent"
+                mine.append((state, result, attempt, last_for))
+        if len(mine) > 1:  # retries answered some URLs and not others
+            position: dict[str, int] = {}
+            for result, _ in in_order:
+                for url in result.urls:
+                    position.setdefault(url, len(position))
+            mine.sort(key=lambda final: min(map(position.__getitem__, final[3])))
+        finals.extend(mine)
+    return finals
