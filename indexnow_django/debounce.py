@@ -66,6 +66,7 @@ KEY_PREFIX = "indexnow:debounce:"
 PUBLIC, GONE = "0", "1"
 #: Windows expire this long after they stop being consulted (clock skew between hosts).
 EXPIRY_SLACK = 60
+_SIX_BITS = bytes(n % 64 for n in range(256))
 
 # One call per batch. Entries: the window's shard hash (prefix .. window ..
 # ':' .. 2 bytes), field = the 6 last digest bytes, value = claim number.
@@ -77,7 +78,7 @@ _CLAIM_SCRIPT = """
 local P, now, W, ttl, cttl, holder, mode = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
     tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local write, force = mode ~= 'peek', mode == 'force'
-local call, byte, sub, char = redis.call, string.byte, string.sub, string.char
+local call, byte, sub = redis.call, string.byte, string.sub
 local w = math.floor(now / W)
 local cur, prev = P .. w .. ':', P .. (w - 1) .. ':'
 local expire = (w + 2) * W + tonumber(ARGV[10])
@@ -86,7 +87,7 @@ local look_back = call('EXISTS', prev .. 'm') == 1
 local mark = cur .. 'm'
 local stamps = call('GET', mark) or ''
 local floor = math.floor
-local claims, held, shards, stamped = {}, {}, {}, {}
+local claims, held, stamped = {}, {}, {}
 
 local function judge(v, g)
     local st = claims[v]
@@ -113,47 +114,45 @@ local function run(blob, g)
         local key = P .. 't:' .. tok
         call('HSET', key, 's', 'c', 'g', g, 'h', holder, 'w', w)
         call('EXPIRE', key, cttl)
+        tok = tostring(tok)
     end
     local out, n = {}, 0
     for i = 1, #blob, 8 do
-        local a, b = byte(blob, i, i + 1)
-        local s = a * 64 + b % 64
-        local names = shards[s]
-        if not names then
-            local suffix = char(a, b % 64)
-            names = {cur .. suffix, prev .. suffix}
-            shards[s] = names
-        end
+        -- Two bytes name the hash (the client sent the second one reduced to 6 bits).
+        local suffix = sub(blob, i, i + 1)
+        local key = cur .. suffix
         local f = sub(blob, i + 2, i + 7)
         local c = nil
         if force then
-            call('HSET', names[1], f, tok)
+            call('HSET', key, f, tok)
             c = 'w'
-        elseif write and call('HSETNX', names[1], f, tok) == 1 then
+        elseif write and call('HSETNX', key, f, tok) == 1 then
             -- New in this window (most URLs of a bulk submission): one call.
             c = 'w'
             if look_back then
-                local v = call('HGET', names[2], f)
+                local v = call('HGET', prev .. suffix, f)
                 local earlier = v and judge(v, g)
                 if earlier and earlier ~= 'w' then
                     c = earlier
-                    call('HDEL', names[1], f)
+                    call('HDEL', key, f)
                 end
             end
         else
-            local v = call('HGET', names[1], f)
+            local v = call('HGET', key, f)
             if v then c = judge(v, g) end
             if not c and look_back then
-                v = call('HGET', names[2], f)
+                v = call('HGET', prev .. suffix, f)
                 if v then c = judge(v, g) end
             end
             c = c or 'w'
-            if c == 'w' and write then call('HSET', names[1], f, tok) end
+            if c == 'w' and write then call('HSET', key, f, tok) end
         end
-        if c == 'w' and write and not stamped[s] then
-            stamped[s] = true
+        if c == 'w' and write and not stamped[suffix] then
+            stamped[suffix] = true
+            local a, b = byte(suffix, 1, 2)
+            local s = a * 64 + b
             if floor((byte(stamps, floor(s / 8) + 1) or 0) / 2 ^ (7 - s % 8)) % 2 == 0 then
-                call('EXPIREAT', names[1], expire)
+                call('EXPIREAT', key, expire)
                 call('SETBIT', mark, s, 1)
             end
         end
@@ -183,9 +182,12 @@ def url_digest(url: str) -> bytes:
 
 
 def _digests(urls: list[str]) -> bytes:
-    """:func:`url_digest` of each URL, end to end (inlined: this runs per URL)."""
+    """:func:`url_digest` of each URL, end to end (inlined: this runs per URL), with the
+    second byte of each reduced to the 6 bits that choose the hash (as the script wants)."""
     blake2s = hashlib.blake2s
-    return b"".join([blake2s(url.encode(), digest_size=8).digest() for url in urls])
+    digests = bytearray(b"".join([blake2s(url.encode(), digest_size=8).digest() for url in urls]))
+    digests[1::8] = digests[1::8].translate(_SIX_BITS)
+    return bytes(digests)
 
 
 def _engine_id(engine: Engine) -> str:
@@ -288,9 +290,10 @@ class DebounceStore:
             return self._claim_through_cache_api(cache, engine, urls, gone, mode, holder)
         client, make_key = target
         prefix = make_key(f"{KEY_PREFIX}{_engine_id(engine)}:")
-        pending: dict[str, list[str]] = {PUBLIC: [], GONE: []}
-        for url in urls:
-            pending[GONE if url in gone else PUBLIC].append(url)
+        pending: dict[str, list[str]] = {PUBLIC: list(urls), GONE: []}
+        if gone:
+            pending[PUBLIC] = [url for url in urls if url not in gone]
+            pending[GONE] = [url for url in urls if url in gone]
         claim = Claim(engine)
         for attempt in range(2):  # a second pass only to take over the claims of dead holders
             reply = client.eval(
@@ -309,10 +312,16 @@ class DebounceStore:
             )
             window = int(reply[5])
             held: dict[str, list[str]] = {PUBLIC: [], GONE: []}
-            for side, token, verdicts in ((PUBLIC, reply[0], reply[2]), (GONE, reply[1], reply[3])):
+            for side, token, answer in ((PUBLIC, reply[0], reply[2]), (GONE, reply[1], reply[3])):
                 if token:
                     claim.handles.append((_text(token), side, window))
-                for url, verdict in zip(pending[side], _text(verdicts), strict=True):
+                verdicts = _text(answer)
+                if len(verdicts) != len(pending[side]):
+                    raise ValueError("the claim script answered for another number of URLs")
+                if verdicts.count("w") == len(verdicts):  # all new (most of a bulk submission)
+                    claim.urls.extend(pending[side])
+                    continue
+                for url, verdict in zip(pending[side], verdicts, strict=True):
                     if verdict == "w":
                         claim.urls.append(url)
                     elif verdict == "h":
