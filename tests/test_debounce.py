@@ -228,15 +228,22 @@ def test_a_url_sent_in_the_previous_window_is_debounced_until_its_ttl_ends(store
     a window ends is still debounced in the next one, for the rest of its TTL."""
     ttl = 3
     short = DebounceStore(store.cache_alias, ttl=ttl, claim_ttl=30)
-    # Send just before a window boundary (a multiple of the TTL).
-    time.sleep(ttl - time.time() % ttl - 0.5 if time.time() % ttl < ttl - 0.6 else ttl)
-    sent(short, BING, URLS[:5])
-    sent_at = time.time()
+    for attempt in range(5):
+        urls = [f"{url}{attempt}" for url in URLS[:7]]
+        # Send just before a window boundary (a multiple of the TTL).
+        time.sleep(ttl - time.time() % ttl - 0.5 if time.time() % ttl < ttl - 0.6 else ttl)
+        window = time.time() // ttl
+        sent(short, BING, urls[:5])
+        sent_at = time.time()
+        if sent_at // ttl == window:
+            break  # a busy machine may take the send past the boundary: try again
+    else:
+        pytest.fail("five sends in a row took more than half a second")
     time.sleep(ttl - time.time() % ttl + 0.1)  # the next window
-    assert short.claim(BING, URLS[:7]).urls == URLS[5:7]
-    assert short.filter_new(BING, URLS[:5], gone=URLS[:1]) == URLS[:1]  # a side change
+    assert short.claim(BING, urls).urls == urls[5:7]
+    assert short.filter_new(BING, urls[:5], gone=urls[:1]) == urls[:1]  # a side change
     time.sleep(max(0.0, sent_at + ttl + 0.1 - time.time()))
-    assert short.claim(BING, URLS[:5]).urls == URLS[:5]
+    assert short.claim(BING, urls[:5]).urls == urls[:5]
 
 
 # Real workers ---------------------------------------------------------------
