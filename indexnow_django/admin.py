@@ -31,6 +31,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from .conf import IndexNowSettings, get_settings
+from .entries import read_pasted
 from .models import Delivery
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ __all__ = [
     "IndexNowAdminMixin",
     "SubmitURLsForm",
     "chart",
-    "read_entries",
     "send_urls",
 ]
 
@@ -83,39 +83,6 @@ def send_urls(
     for chunk in chunked(seen, conf.max_urls):
         dispatch(chunk, force=force, response=response)
     return len(seen)
-
-
-def read_entries(text: str, conf: IndexNowSettings) -> tuple[list[str], list[tuple[int, str, str]]]:
-    """The URLs of pasted ``text`` (one a line) by the rules of ``indexnow_submit``.
-
-    Returns the valid URLs (normalized, first occurrence kept) and, for each
-    invalid line, ``(line number, line, reason)``. Blank lines and lines
-    starting with ``#`` are skipped, as the command skips them in a file.
-    """
-    from .management.commands.indexnow_submit import Command as SubmitCommand
-    from .normalize import InvalidURL, foreign_host_reason, host_of, normalize_entry
-
-    valid: dict[str, None] = {}
-    invalid: list[tuple[int, str, str]] = []
-    for number, line in enumerate(text.split("\n"), 1):
-        entry = SubmitCommand._line(line.encode("utf-8", "surrogatepass"), "line {}", number)
-        if entry is None:
-            continue
-        if entry.problem is not None:
-            invalid.append((number, line.strip(), entry.problem))
-            continue
-        try:
-            url = normalize_entry(entry.raw, conf.base_url)
-        except InvalidURL as exc:
-            invalid.append((number, entry.raw, str(exc)))
-            continue
-        host = host_of(url)
-        if host not in conf.hosts:
-            reason = foreign_host_reason(host, conf.hosts, conf.base_url)
-            invalid.append((number, entry.raw, reason))
-            continue
-        valid[url] = None
-    return list(valid), invalid
 
 
 def _how_sent(conf: IndexNowSettings) -> str:
@@ -422,7 +389,7 @@ class DeliveryAdmin(_ModelAdmin):
         if request.method == "POST":
             form = SubmitURLsForm(request.POST)
             if form.is_valid():
-                valid, invalid = read_entries(form.cleaned_data["urls"], conf)
+                valid, invalid = read_pasted(form.cleaned_data["urls"], conf)
                 response = self._submit_page(request, form, invalid)
                 if valid:
                     force = form.cleaned_data["force"]

@@ -146,7 +146,7 @@ def test_file_of_canonical_blocks_and_other_lines_is_read_as_line_by_line(
     newline: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from indexnow_django.management.commands import indexnow_submit
+    from indexnow_django import entries
 
     blocks: list[int] = []
 
@@ -155,7 +155,7 @@ def test_file_of_canonical_blocks_and_other_lines_is_read_as_line_by_line(
         blocks.append(len(found[1]) if found else 0)
         return found
 
-    monkeypatch.setattr(indexnow_submit, "canonical_lines", spy)
+    monkeypatch.setattr(entries, "canonical_lines", spy)
     # No debounce: a URL repeated past its batch is sent again, as the batches say.
     indexnow_settings(
         HOSTS=["www.example.com", "blog.example.com"],

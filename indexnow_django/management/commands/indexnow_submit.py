@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from django.apps import apps
@@ -26,11 +26,10 @@ from django.utils.module_loading import import_string
 
 from indexnow_django.client import IndexNowClient, Outcome, PostResult, excerpt
 from indexnow_django.conf import get_settings
+from indexnow_django.entries import Entry, NotText, Ready, read_lines
 from indexnow_django.exceptions import IndexNowConfigError
 from indexnow_django.normalize import (
-    MAX_URL_LENGTH,
     InvalidURL,
-    canonical_lines,
     foreign_host_reason,
     host_of,
     normalize_entry,
@@ -43,42 +42,11 @@ MODEL_CHUNK_SIZE = 2000
 MAX_INVALID_SHOWN = 100
 #: Seconds between two updates of the progress line.
 PROGRESS_INTERVAL = 0.25
-#: Bytes read from an input file at a time.
-READ_BLOCK = 64 * 1024
-#: A line longer than this (bytes) cannot hold a URL: it is skipped without being kept.
-MAX_LINE_BYTES = 4 * MAX_URL_LENGTH
 #: How much of a skipped entry a message quotes.
 ECHO_CHARS = 80
 
-_BOM = b"\xef\xbb\xbf"
 _STATE = {Outcome.ACCEPTED: "accepted", Outcome.RETRY: "failed", Outcome.REJECTED: "rejected"}
 _RANK = {"accepted": 0, "not_sent": 1, "failed": 2, "rejected": 3}
-
-
-class Entry(NamedTuple):
-    """One entry as read, and where it was read (for error messages)."""
-
-    raw: str
-    #: A ``str.format`` template with one ``{}`` for :attr:`position`.
-    origin: str
-    position: object
-    #: Typed by a person (an argument, a line of a file): an absolute URL or a
-    #: path starting with ``/``. URLs from models and sitemaps follow the
-    #: package's rule (paths are joined to ``BASE_URL``).
-    typed: bool = True
-    #: Why the entry could not even be read (a line that is not UTF-8, too long).
-    problem: str | None = None
-
-    @property
-    def where(self) -> str:
-        return self.origin.format(self.position)
-
-
-class Ready(NamedTuple):
-    """Lines read at once that are all canonical URLs of one allowed host: nothing to check."""
-
-    host: str
-    urls: list[str]
 
 
 @dataclass
@@ -226,7 +194,7 @@ class Command(BaseCommand):
 
     def _file_entries(self, path: str, stdin: IO[str]) -> Iterator[Entry | Ready]:
         if path == "-":
-            yield from self._lines(getattr(stdin, "buffer", stdin), "stdin", "stdin line {}")
+            yield from self._read(getattr(stdin, "buffer", stdin), "stdin", "stdin line {}")
             return
         try:
             handle = open(path, "rb")  # noqa: SIM115 - closed below
@@ -234,83 +202,16 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read {path}: {exc.strerror or exc}") from exc
         with handle:
             origin = path.replace("{", "{{").replace("}", "}}") + " line {}"
-            yield from self._lines(handle, path, origin)
+            yield from self._read(handle, path, origin)
 
-    def _lines(self, stream: IO[Any], name: str, origin: str) -> Iterator[Entry | Ready]:
-        """The entries of a stream of lines, read in blocks: no line is held whole past
-        :data:`MAX_LINE_BYTES`. A file with NUL bytes in its first block is not text:
-        it is refused before anything of it is submitted. The whole lines of a block
-        that are all canonical URLs of one allowed host come as one :class:`Ready`."""
-        hosts = self.conf.hosts
-        number = 0
-        buffer = b""
-        overlong = False
-        first = True
-        while True:
-            block = stream.read(READ_BLOCK)
-            if isinstance(block, str):  # a text stream (tests, a wrapped stdin)
-                block = block.encode("utf-8", "surrogatepass")
-            if first:
-                first = False
-                if b"\0" in block:
-                    raise CommandError(
-                        f"{name} is not a text file (it holds NUL bytes): nothing was submitted "
-                        "from it. Give one URL a line, in UTF-8."
-                    )
-                if block.startswith(_BOM):
-                    block = block[len(_BOM) :]
-            if not block:
-                break
-            if overlong:
-                end = block.find(b"\n")
-                if end < 0:
-                    continue
-                number += 1
-                yield Entry("", origin, number, problem=f"longer than {MAX_URL_LENGTH} characters")
-                overlong = False
-                block = block[end + 1 :]
-            buffer += block
-            end = buffer.rfind(b"\n")
-            if end >= 0:
-                whole, buffer = buffer[:end], buffer[end + 1 :]
-                ready = canonical_lines(whole, hosts)
-                if ready is not None:
-                    number += len(ready[1])
-                    yield Ready(*ready)
-                else:
-                    for line in whole.split(b"\n"):
-                        number += 1
-                        entry = self._line(line, origin, number)
-                        if entry is not None:
-                            yield entry
-            if len(buffer) > MAX_LINE_BYTES:
-                overlong = True
-                buffer = b""
-        if overlong:
-            yield Entry("", origin, number + 1, problem=f"longer than {MAX_URL_LENGTH} characters")
-        elif buffer:
-            entry = self._line(buffer, origin, number + 1)
-            if entry is not None:
-                yield entry
-
-    @staticmethod
-    def _line(line: bytes, origin: str, number: int) -> Entry | None:
-        """One line as an entry; ``None`` for a blank line or a comment."""
-        if len(line) > MAX_LINE_BYTES:
-            return Entry("", origin, number, problem=f"longer than {MAX_URL_LENGTH} characters")
+    def _read(self, stream: IO[Any], name: str, origin: str) -> Iterator[Entry | Ready]:
         try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return Entry(
-                "",
-                origin,
-                number,
-                problem=f"not UTF-8 (byte 0x{line[exc.start]:02x} at position {exc.start + 1})",
-            )
-        text = text.strip(" \t\r\x0b\x0c")
-        if not text or text.startswith("#"):
-            return None
-        return Entry(text, origin, number)
+            yield from read_lines(stream, origin, self.conf.hosts)
+        except NotText as exc:
+            raise CommandError(
+                f"{name} is not a text file ({exc}): nothing was submitted from it. "
+                "Give one URL a line, in UTF-8."
+            ) from exc
 
     def _model_entries(self, label: str) -> Iterator[Entry]:
         from django.utils import timezone
