@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -216,3 +217,41 @@ def ensure_postgres() -> str:
     name = f"indexnow_tests_{os.getpid()}"
     os.environ["INDEXNOW_TEST_PG_NAME"] = name
     return name
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def django_env(
+    settings: str = "tests.settings", path: tuple[str | Path, ...] = (), **variables: str
+) -> dict[str, str]:
+    """The environment of a ``python -m django`` process: ``settings``, importable from
+    ``path`` and the repository root, with ``variables`` set."""
+    python_path = [*map(str, path), str(ROOT), os.environ.get("PYTHONPATH", "")]
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": settings,
+        "PYTHONPATH": os.pathsep.join(p for p in python_path if p),
+        **variables,
+    }
+
+
+def run_django(
+    *args: str,
+    settings: str = "tests.settings",
+    path: tuple[str | Path, ...] = (),
+    stdin: str | None = None,
+    timeout: float = 120,
+    **variables: str,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m django <args>`` in a process of its own, as a shell or cron runs a
+    command: its exit code and output are what a user would see."""
+    return subprocess.run(
+        [sys.executable, "-m", "django", *args],
+        cwd=ROOT,
+        env=django_env(settings, path, **variables),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -1,8 +1,5 @@
 """System checks for settings.INDEXNOW: every id with its whole message."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +10,7 @@ from django.core.management.base import SystemCheckError
 from indexnow_django.checks import check_settings
 from indexnow_django.conf import get_settings
 from indexnow_django.exceptions import IndexNowConfigError
+from tests.services import run_django
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = {"KEY": "test-key-0123456789", "BASE_URL": "https://www.example.com"}
@@ -411,21 +409,9 @@ def test_migrate_on_a_fresh_database_with_the_sites_framework_and_no_base_url(tm
         "INDEXNOW = {k: v for k, v in INDEXNOW.items() if k != 'BASE_URL'}  # noqa: F405\n"
         f"INDEXNOW['DISPATCH'] = {dispatch!r}\n"
     )
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "fresh_settings",
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
-    }
 
     def manage(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "django", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return run_django(*args, settings="fresh_settings", path=(tmp_path,))
 
     migrate = manage("migrate", "--noinput")
     assert migrate.returncode == 0, migrate.stderr

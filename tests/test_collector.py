@@ -22,6 +22,7 @@ from django.db import transaction
 
 from indexnow_django import batch, submit
 from indexnow_django.collector import COMMAND_HOLD, current
+from tests.services import django_env, run_django
 from tests.testapp.models import Page, Post
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -203,16 +204,7 @@ def test_a_command_saving_100_objects_flushes_once(engine: Any, flushes: list[li
 
 def test_manage_py_command_flushes_once(engine: Any) -> None:
     """The real thing: a separate process running the command, posting to the same engine."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
-    result = subprocess.run(
-        [sys.executable, "-m", "django", "make_pages", "3"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_django("make_pages", "3")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "created 3 pages\n"
     assert [p.urls for p in engine.posts] == [
@@ -221,12 +213,7 @@ def test_manage_py_command_flushes_once(engine: Any) -> None:
 
 
 def command_env(**overrides: Any) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "PYTHONPATH": str(ROOT),
-        "INDEXNOW_TEST_OVERRIDES": json.dumps(overrides),
-    }
+    return django_env(INDEXNOW_TEST_OVERRIDES=json.dumps(overrides))
 
 
 def test_a_long_running_command_sends_what_it_committed_within_seconds(
@@ -264,15 +251,7 @@ def test_a_long_running_command_sends_what_it_committed_within_seconds(
 def test_a_short_command_saving_50_objects_gives_one_job(redis_conn: Any) -> None:
     from rq import Queue
 
-    result = subprocess.run(
-        [sys.executable, "-m", "django", "make_pages", "50"],
-        cwd=ROOT,
-        env=command_env(DISPATCH="queue"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_django("make_pages", "50", INDEXNOW_TEST_OVERRIDES='{"DISPATCH": "queue"}')
     assert result.returncode == 0, result.stderr
     [job] = Queue("default", connection=redis_conn).jobs
     assert job.args[0] == [f"{BASE}/made/{n}/" for n in range(50)]

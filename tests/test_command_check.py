@@ -31,6 +31,7 @@ from rq.job import Job
 from rq.worker import Worker as RQWorker
 
 from tests import services
+from tests.services import run_django
 
 # indexnow_check counts the submissions that wait in the database.
 pytestmark = pytest.mark.django_db
@@ -604,19 +605,7 @@ def test_exit_codes_of_the_command_line(
     indexnow_settings: Callable[..., Any], key_server: KeyServer
 ) -> None:
     def run(overrides: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "INDEXNOW_TEST_OVERRIDES": json.dumps(overrides),
-        }
-        return subprocess.run(
-            [sys.executable, "-m", "django", "indexnow_check", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return run_django("indexnow_check", *args, INDEXNOW_TEST_OVERRIDES=json.dumps(overrides))
 
     good = run({"KEY_LOCATION": f"{key_server.base}/{KEY}.txt"})
     bad = run({"KEY_LOCATION": f"{key_server.base}/html.txt"}, "--json")

@@ -10,10 +10,8 @@ from __future__ import annotations
 import datetime
 import io
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from io import StringIO
@@ -29,6 +27,7 @@ from rq import Queue
 
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests import services
+from tests.services import run_django
 from tests.testapp.models import Page, Post
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -699,21 +698,8 @@ def test_stdin_bytes_are_decoded_strictly_too(engine: LoopbackEngine) -> None:
 
 def run_command(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
     """``manage.py indexnow_submit`` in a process of its own, with the test settings."""
-    environ = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "INDEXNOW_TEST_OVERRIDES": "{}",
-        **env,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "django", "indexnow_submit", "--no-color", *args],
-        cwd=ROOT,
-        env=environ,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    variables = {"INDEXNOW_TEST_OVERRIDES": "{}", **env}
+    return run_django("indexnow_submit", "--no-color", *args, stdin=stdin, **variables)
 
 
 def test_exit_codes_of_the_command_line(engine: LoopbackEngine) -> None:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +10,7 @@ import pytest
 from django.core.management import BaseCommand, load_command_class
 
 from indexnow_django import conf
+from tests.services import run_django
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -181,13 +179,6 @@ def test_indexnow_key_runs_with_the_app_installed_and_no_settings_yet(tmp_path):
         " 'django_rq', 'indexnow_django']\n"
         "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}}\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "django", "indexnow_key", "--settings=quick_settings"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
-        timeout=120,
-    )
+    result = run_django("indexnow_key", settings="quick_settings", path=(tmp_path,))
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"[0-9a-f]{32}\n", result.stdout)

@@ -58,18 +58,21 @@ def test_a_delayed_flush_is_scheduled_no_earlier_than_the_delay(indexnow_setting
     assert before + 2.5 <= due <= time.time() + 3.5
 
 
-@pytest.mark.worker
-def test_a_failed_delivery_job_is_kept_for_failure_ttl_only(
-    engine, indexnow_settings, redis_conn, start_worker
-):
-    """rq would keep it a year: the job, its traceback and its URLs, per failed flush."""
+@pytest.fixture
+def rejected_job(engine, indexnow_settings, redis_conn, start_worker) -> str:
+    """The id of a delivery job that a worker ran and that failed on a 403."""
     overrides = {"DISPATCH": "queue"}
     indexnow_settings(**overrides)
     start_worker(overrides, with_scheduler=False)
     engine.queue_replies(Reply(403))
     dispatch(["/a/"])
-    job_id = wait_for_failed_job(redis_conn)
-    job = fetch(redis_conn, job_id)
+    return wait_for_failed_job(redis_conn)
+
+
+@pytest.mark.worker
+def test_a_failed_delivery_job_is_kept_for_failure_ttl_only(rejected_job, redis_conn):
+    """rq would keep it a year: the job, its traceback and its URLs, per failed flush."""
+    job = fetch(redis_conn, rejected_job)
     assert "SubmissionRejected" in exc_string(job)
     ttl = redis_conn.ttl(job.key)
     assert 7 * 24 * 3600 - 60 <= ttl <= 7 * 24 * 3600
@@ -86,19 +89,12 @@ def wait_for_failed_job(conn, timeout: float = 20.0) -> str:
 
 
 @pytest.mark.worker
-def test_the_documented_requeue_runs_this_apps_failed_jobs_only(
-    engine, indexnow_settings, redis_conn, start_worker
-):
+def test_the_documented_requeue_runs_this_apps_failed_jobs_only(rejected_job, engine, redis_conn):
     import django_rq
 
     from tests.testapp.jobs import save_pages_then_fail
 
-    overrides = {"DISPATCH": "queue"}
-    indexnow_settings(**overrides)
-    start_worker(overrides, with_scheduler=False)
-    engine.queue_replies(Reply(403))
-    dispatch(["/a/"])
-    ours = wait_for_failed_job(redis_conn)
+    ours = rejected_job
     theirs = django_rq.get_queue("default").enqueue(save_pages_then_fail, [])
     wait_for_status(redis_conn, [theirs.id], ["failed"])
 

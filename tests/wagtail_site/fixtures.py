@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import datetime
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +16,7 @@ from django.utils import timezone
 from wagtail.models import Locale, Page, Site
 
 from indexnow_django.testing import LoopbackEngine
+from tests.services import run_django
 from tests.wagtail_site.pages.models import ArticlePage, HomePage, SectionPage
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -122,15 +121,4 @@ def posted(engine: LoopbackEngine) -> list[str]:
 
 def run_manage(*args: str, **overrides: str) -> subprocess.CompletedProcess[str]:
     """``python -m django <args>`` with the Wagtail settings, as a site's cron would run it."""
-    env = dict(os.environ)
-    env["DJANGO_SETTINGS_MODULE"] = "tests.wagtail_site.settings"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.update(overrides)
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_django(*args, settings="tests.wagtail_site.settings", **overrides)
