@@ -15,7 +15,10 @@ samples, which is the least disturbed by whatever else the machine runs:
   out of ``INSTALLED_APPS`` and ``MIDDLEWARE``. With the app, the flush goes
   to ``dispatch``: ``--dispatch queue`` (default) enqueues one job on a real
   redis-server started for the run; ``sync`` sends to a loopback engine after
-  the response.
+  the response. The request is served through Django's WSGI handler as a
+  server serves it: two figures, the time until the client has the whole
+  response, and that plus what runs when the server closes the response
+  (where the flush runs).
 
 Run from the repository root::
 
@@ -134,6 +137,8 @@ def child_model(args: argparse.Namespace) -> dict[str, Any]:
                 for obj in objects[start : start + 50]:
                     obj.slug = f"s{next(counter)}"
                     obj.save()
+                # The URLs of the saves, worked out now (what the flush would do first).
+                collector.settle()
                 samples.append((clock() - started) / len(objects[start : start + 50]))
             collector.urls.clear()  # the flush is measured by the request benchmark
         return samples
@@ -190,8 +195,10 @@ def child_request(args: argparse.Namespace, with_app: bool, flush: bool = True) 
         from indexnow_django import dispatch
 
         dispatch.dispatch = lambda urls, **kwargs: None
-    from django.db import connection
-    from django.test import Client
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections, connection
+    from django.test import RequestFactory
     from django.test.utils import CaptureQueriesContext
     from django.urls import path
 
@@ -201,18 +208,39 @@ def child_request(args: argparse.Namespace, with_app: bool, flush: bool = True) 
     Post.objects.bulk_create(
         Post(title=f"Post {n}", slug=f"post-{n}", status="published") for n in range(100)
     )
-    client = Client()
+    # Served the way a WSGI server serves it (the database connection kept, as
+    # Django's test client keeps it): the client has the response once its
+    # body is out; the server closes it afterwards.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    handler = WSGIHandler()
+    factory = RequestFactory()
     counter = iter(range(10**9))
+    served: list[float] = []
+    closed: list[float] = []
 
     def request() -> None:
-        response = client.get("/save/", {"stamp": str(next(counter))})
-        assert response.status_code == 200, response.status_code
+        environ = factory.get("/save/", {"stamp": str(next(counter))}).environ
+        status: list[str] = []
+        started = clock()
+        body = handler(environ, lambda line, headers: status.append(line))
+        b"".join(body)
+        sent = clock()
+        body.close()  # type: ignore[attr-defined]
+        served.append(sent - started)
+        closed.append(clock() - sent)
+        assert status == ["200 OK"], status
 
-    timed(request, 5)  # warm up
-    samples = timed(request, args.requests)
+    for _ in range(5):  # warm up
+        request()
+    served.clear()
+    closed.clear()
+    for _ in range(args.requests):
+        request()
+    totals = [a + b for a, b in zip(served, closed, strict=True)]
     with CaptureQueriesContext(connection) as captured:
         request()
-    return {"ms": min(samples) * 1e3, "queries": len(captured)}
+    return {"ms": min(served) * 1e3, "total_ms": min(totals) * 1e3, "queries": len(captured)}
 
 
 # The parent --------------------------------------------------------------------------
@@ -290,8 +318,9 @@ def main() -> None:
         for n, role in enumerate(roles):
             env["BENCH_DB_FILE"] = str(Path(tmp) / f"{role}-{n}.sqlite3")
             result = run_child(args, role, env)
-            if role not in results or result.get("ms", 0) < results[role]["ms"]:
-                results[role] = result
+            if role in results and role != "model":  # the best of each figure counts
+                result = {key: min(value, results[role][key]) for key, value in result.items()}
+            results[role] = result
 
     model = results["model"]
     without, with_app = results["request-without"], results["request-with"]
@@ -313,14 +342,20 @@ def main() -> None:
         f"ratio {load['tracked'] / load['untracked']:.2f}"
     )
     print(
-        f"request saving 100 tracked objects (best of 3 x {args.requests}): "
-        f"app left out {without['ms']:.2f} ms ({without['queries']} queries), "
+        f"request saving 100 tracked objects (best of 3 x {args.requests}), until the client "
+        f"has the response: app left out {without['ms']:.2f} ms ({without['queries']} queries), "
         f"app installed {with_app['ms']:.2f} ms ({with_app['queries']} queries), "
         f"ratio {with_app['ms'] / without['ms']:.2f}"
     )
     print(
+        f"  with the work done after it (the flush, when the server closes the response): "
+        f"app left out {without['total_ms']:.2f} ms, app installed {with_app['total_ms']:.2f} ms, "
+        f"ratio {with_app['total_ms'] / without['total_ms']:.2f}"
+    )
+    collect_ms = collect_only["total_ms"]
+    print(
         f"  of which tracking and collecting (dispatch replaced by a no-op): "
-        f"{collect_only['ms']:.2f} ms, ratio {collect_only['ms'] / without['ms']:.2f}"
+        f"{collect_ms:.2f} ms, ratio {collect_ms / without['total_ms']:.2f}"
     )
 
 

@@ -79,6 +79,10 @@ os.register_at_fork(after_in_child=_forked)
 #: Seconds a management command holds the URLs it produced before flushing them.
 COMMAND_HOLD = 3.0
 
+#: Changes a unit leaves to be worked out together (:meth:`Collector.later`) before it
+#: works them out anyway, so that memory stays bounded in a long loop of saves.
+LATER_LIMIT = 500
+
 
 class GoneURL(str):
     """A URL whose page is gone (unpublished, deleted), as change tracking hands it over.
@@ -111,6 +115,8 @@ class Collector:
         self._timer: threading.Timer | None = None
         #: A command started outside Django's test environment (the test runner itself).
         self._outside_tests = kind == "command" and not _testing()
+        #: Changes committed in this unit whose URLs are worked out at its end (see ``later``).
+        self._later: list[tuple[Callable[..., Iterable[str]], tuple[Any, ...]]] = []
 
     def __repr__(self) -> str:
         return f"<Collector {self.id} urls={len(self.urls)} open={self.open}>"
@@ -120,6 +126,8 @@ class Collector:
         return self.open and self._pid == _pid and not (self._outside_tests and _testing())
 
     def add(self, urls: Iterable[str]) -> None:
+        if self._later:
+            self.settle()  # what came first stays first
         with self._lock:
             for url in urls:
                 self.urls[url] = isinstance(url, GoneURL)
@@ -127,6 +135,28 @@ class Collector:
                 self._timer = threading.Timer(self.hold, self._flush_held)
                 self._timer.daemon = True
                 self._timer.start()
+
+    def later(self, resolve: Callable[..., Iterable[str]], *args: Any) -> None:
+        """Work out ``resolve(*args)``'s URLs before the flush, or when many wait.
+
+        For a unit that does not hold URLs on a timer (a request, a job,
+        ``batch()``); the caller's change is committed already. Working the
+        URLs of many saves out together costs less than one by one, between
+        the queries of the saves. ``resolve`` never raises.
+        """
+        self._later.append((resolve, args))
+        if len(self._later) >= LATER_LIMIT:
+            self.settle()
+
+    def settle(self) -> None:
+        """Work out now what :meth:`later` left for the end of the unit."""
+        while self._later:
+            waiting, self._later = self._later, []
+            urls: list[str] = []
+            for resolve, args in waiting:
+                urls.extend(resolve(*args))
+            if urls:
+                self.add(urls)
 
     def _flush_held(self) -> None:
         """The timer: flush what the unit holds now; the unit goes on."""
@@ -138,8 +168,18 @@ class Collector:
         finally:
             connections.close_all()  # this thread's, if dispatch opened any
 
-    def flush(self, *, response: HttpResponseBase | None = None) -> None:
-        """Close the unit and hand its URLs to ``dispatch`` in one call. Never raises."""
+    def flush(
+        self, *, response: HttpResponseBase | None = None, after_response: bool = False
+    ) -> None:
+        """Close the unit and hand its URLs to ``dispatch`` in one call. Never raises.
+
+        ``after_response``: the request's response has gone out already.
+        """
+        try:
+            self.settle()
+        except Exception:
+            logger.exception("IndexNow could not work out the URLs of unit=%s", self.id)
+            self._later = []
         with self._lock:
             self.open = False
             timer, self._timer = self._timer, None
@@ -148,7 +188,13 @@ class Collector:
             timer.cancel()
             if timer is not threading.current_thread():
                 timer.join()  # a flush it began finishes before the process may end
-        _dispatch(list(urls), gone=_gone(urls), response=response, unit=self.id)
+        _dispatch(
+            list(urls),
+            gone=_gone(urls),
+            response=response,
+            after_response=after_response,
+            unit=self.id,
+        )
 
 
 def _gone(urls: dict[str, bool]) -> list[str]:
@@ -167,6 +213,7 @@ def _dispatch(
     *,
     gone: list[str] | None = None,
     response: HttpResponseBase | None = None,
+    after_response: bool = False,
     unit: str,
 ) -> None:
     if not urls:
@@ -177,7 +224,7 @@ def _dispatch(
         from .dispatch import dispatch
 
         logger.debug("IndexNow flush unit=%s count=%d", unit, len(urls))
-        dispatch(urls, gone=gone, response=response)
+        dispatch(urls, gone=gone, response=response, after_response=after_response)
     except Exception:
         logger.exception("IndexNow could not flush unit=%s count=%d", unit, len(urls))
 

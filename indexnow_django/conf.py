@@ -679,17 +679,22 @@ def get_settings(*, resolve_hosts: bool = True) -> IndexNowSettings:
     return _cache
 
 
+_enabled: bool | None = None
+
+
 def is_enabled() -> bool:
-    """``INDEXNOW['ENABLED']`` without requiring the rest to be valid."""
-    raw = getattr(django_settings, "INDEXNOW", None)
-    if not isinstance(raw, Mapping):
-        return True
-    return raw.get("ENABLED", True) is not False
+    """``INDEXNOW['ENABLED']`` without requiring the rest to be valid (kept like the
+    settings, until ``setting_changed``: every tracked save asks)."""
+    global _enabled
+    if _enabled is None:
+        raw = getattr(django_settings, "INDEXNOW", None)
+        _enabled = not isinstance(raw, Mapping) or raw.get("ENABLED", True) is not False
+    return _enabled
 
 
 def clear_cache(**kwargs: Any) -> None:
     """Forget the cached settings (connected to ``setting_changed``)."""
-    global _cache
+    global _cache, _enabled
     if kwargs.get("setting") in (
         None,
         "INDEXNOW",
@@ -699,3 +704,4 @@ def clear_cache(**kwargs: Any) -> None:
         "INSTALLED_APPS",
     ):
         _cache = None
+        _enabled = None

@@ -123,12 +123,15 @@ def dispatch(
     gone: Collection[str] = (),
     response: HttpResponseBase | None = None,
     force: bool = False,
+    after_response: bool = False,
 ) -> None:
     """Hand ``urls`` (absolute, or paths joined to ``BASE_URL``) to delivery. Never raises.
 
     ``gone``: those of ``urls`` whose page is gone (unpublished, deleted).
     ``response``: the response of the request being flushed; a synchronous
-    send then runs after it has gone out. ``force``: ignore the debounce store.
+    send then runs after it has gone out. ``after_response``: the flush runs
+    once the response has gone out (what the logs say). ``force``: ignore
+    the debounce store.
     """
     try:
         if not urls:
@@ -142,7 +145,14 @@ def dispatch(
         valid, _ = clean_urls(urls, conf)
         if not valid:
             return
-        flush = _Flush(valid, gone_urls(valid, gone, conf), new_batch_id(), bool(force), conf)
+        flush = _Flush(
+            valid,
+            gone_urls(valid, gone, conf),
+            new_batch_id(),
+            bool(force),
+            conf,
+            "after-response" if after_response or _can_defer(response) else "now",
+        )
         if conf.resolved_dispatch == "queue":
             _to_queue(flush, response)
         else:
@@ -150,7 +160,7 @@ def dispatch(
                 "IndexNow flush batch=%s mode=sync count=%d when=%s",
                 flush.batch_id,
                 len(valid),
-                "after-response" if _can_defer(response) else "now",
+                flush.when,
             )
             _send_in_process(flush, response)
     except Exception:
@@ -166,6 +176,8 @@ class _Flush:
     batch_id: str
     force: bool
     conf: IndexNowSettings
+    #: When it is sent if sent from this process: "now", or "after-response".
+    when: str
 
 
 def _to_queue(flush: _Flush, response: HttpResponseBase | None) -> None:
@@ -188,7 +200,7 @@ def _to_queue(flush: _Flush, response: HttpResponseBase | None) -> None:
             "what is not accepted",
             batch_id,
             len(urls),
-            "after-response" if _can_defer(response) else "now",
+            flush.when,
             conf.queue_name,
             type(exc).__name__,
             exc,

@@ -1,13 +1,16 @@
 """``IndexNowMiddleware``: each request is one unit of work, under WSGI and ASGI.
 
-The URLs that a request's saves and deletes produce are flushed once, after
-the view has returned, with the response: in synchronous dispatch the send
-then runs after the response has gone out to the client. Flushing never turns
-a request into an error.
+The URLs that a request's saves and deletes produce are flushed once. Under
+WSGI that happens when the server closes the response, after its last byte
+went out: the client never waits for the flush (the enqueue, or the send in
+synchronous dispatch). Under ASGI the flush runs when the view has returned,
+before the response is sent, since an ASGI server does not close the response
+of a client that went away. Flushing never turns a request into an error.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,6 +20,7 @@ from django.core.exceptions import MiddlewareNotUsed
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
+from . import compat
 from .checks import middleware_without_app
 from .collector import unit
 
@@ -56,7 +60,12 @@ class IndexNowMiddleware:
             try:
                 response = self.get_response(request)
             finally:
-                collector.flush(response=response)
+                # Once the server has sent the response and closes it (a WSGI
+                # server always does): the client does not wait for the flush.
+                if response is None or not compat.run_after_response(
+                    response, functools.partial(collector.flush, after_response=True)
+                ):
+                    collector.flush(response=response)
         return response
 
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:

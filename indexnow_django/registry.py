@@ -107,6 +107,9 @@ class Plan:
     attnames: frozenset[str] | None
     #: names of the m2m fields in ``fields`` (``None``: every m2m field counts).
     m2m: frozenset[str] | None
+    #: Every object is public (``is_published``, ``publish_time`` and ``publish_at``
+    #: left as they are): tracking then only asks for ``urls()``.
+    always_public: bool = False
 
 
 #: The registered models and their options (exact registrations, no subclasses).
@@ -200,10 +203,16 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
                 f"{label}: publish_at must name a DateTimeField or DateField of "
                 f"{model._meta.label}, not {options.publish_at!r}."
             )
+    kind = type(options)
     return Plan(
         options,
         frozenset(attnames) if attnames is not None else None,
         frozenset(m2m) if m2m is not None else None,
+        always_public=(
+            options.publish_at is None
+            and kind.is_published is ModelIndexNow.is_published
+            and kind.publish_time is ModelIndexNow.publish_time
+        ),
     )
 
 

@@ -50,7 +50,8 @@ from django.db.models.signals import (
 from django.utils import timezone
 from django.utils.inspect import func_accepts_kwargs, func_supports_parameter
 
-from .collector import GoneURL, collect_on_commit, hand_over
+from .collector import GoneURL, collect_on_commit, current, hand_over
+from .compat import thread_connection
 from .conf import is_enabled
 from .registry import (
     ModelIndexNow,
@@ -103,12 +104,15 @@ class Seen(NamedTuple):
 DRAFT = Seen(published=False, when=None, public=False, urls=())
 
 
-def _see(options: ModelIndexNow, obj: Any, now: datetime.datetime | None = None) -> Seen:
+def _see(plan: Plan, obj: Any, now: datetime.datetime | None = None) -> Seen:
     """Evaluate ``obj`` (URLs only when it is public: a draft's are never needed)."""
+    options = plan.options
+    if plan.always_public:
+        return Seen(True, None, True, tuple(map(str, options.urls(obj))))
     published = bool(options.is_published(obj))
     when = options.publish_time(obj) if published else None
     public = published and (when is None or when <= (now or timezone.now()))
-    urls = tuple([str(u) for u in options.urls(obj)]) if public else ()
+    urls = tuple(map(str, options.urls(obj))) if public else ()
     return Seen(published, when, public, urls)
 
 
@@ -132,7 +136,7 @@ def _outcome(
     ``saved``). ``counts``: whether a field that ``fields`` lists changed (or
     ``fields`` is ``None``); a change of public state or of URLs counts anyway.
     """
-    after = _see(plan.options, saved)
+    after = _see(plan, saved)
     old = after if before is None else before
     if not counts and old == after:
         return []
@@ -206,7 +210,7 @@ def _change(
     copy_saved: bool = True,
 ) -> None:
     """Submit what a change of ``saved`` means, now or when its transaction commits."""
-    connection = connections[using]
+    connection = thread_connection(using)
     if not connection.in_atomic_block:
         try:
             urls = _outcome(plan, before, saved, counts, using)
@@ -240,18 +244,23 @@ class _Info(NamedTuple):
     """What the handlers need about one tracked model class, worked out once."""
 
     attnames: tuple[str, ...]
+    attset: frozenset[str]
     #: (name, attname) of the concrete relations, whose cached objects a copy keeps.
     relations: tuple[tuple[str, str], ...]
     #: attnames whose values can change in place (JSON...): copied deeply.
     mutable: frozenset[str]
+    #: attnames whose value the save itself sets (``auto_now``): not a change of the caller's.
+    auto: frozenset[str]
 
 
 def _info(model: type[models.Model]) -> _Info:
     fields = model._meta.concrete_fields
     return _Info(
         tuple(f.attname for f in fields),
+        frozenset(f.attname for f in fields),
         tuple((f.name, f.attname) for f in fields if f.is_relation),
         frozenset(f.attname for f in fields if f.get_internal_type() in _MUTABLE_TYPES),
+        frozenset(f.attname for f in fields if getattr(f, "auto_now", False)),
     )
 
 
@@ -277,7 +286,7 @@ def _loaded(state: models.base.ModelState) -> dict[str, Any] | None:
 
 def _remember(instance: models.Model, attnames: Iterable[str]) -> None:
     """After a save or a refresh: the row holds ``attnames``' current values."""
-    loaded = _loaded(instance._state) or {}
+    loaded = dict(_loaded(instance._state) or {})  # a new one: a save compares with the old
     current = instance.__dict__
     mutable = _info_of(type(instance)).mutable
     for attname in attnames:
@@ -325,12 +334,26 @@ def _old_values(
     return {**loaded, **stored}, {a: v for a, v in stored.items() if a not in current}
 
 
-def _rebuild(instance: models.Model, values: Mapping[str, Any]) -> models.Model:
-    """A copy of ``instance`` holding ``values``: the object as it was stored."""
+def _rebuild(
+    instance: models.Model,
+    values: Mapping[str, Any],
+    info: _Info | None = None,
+    *,
+    fresh: bool = False,
+) -> models.Model:
+    """A copy of ``instance`` holding ``values``: the object as it was stored.
+
+    ``fresh``: ``values`` is a dict of attnames only that nothing else holds;
+    it becomes the copy's own.
+    """
     model = type(instance)
-    info = _info_of(model)
+    if info is None:
+        info = _info_of(model)
     old = model.__new__(model)
-    old.__dict__.update({a: values[a] for a in info.attnames if a in values})
+    if fresh:
+        old.__dict__ = values  # type: ignore[assignment]
+    else:
+        old.__dict__.update({a: values[a] for a in info.attnames if a in values})
     state = old._state = models.base.ModelState()
     state.adding = False
     state.db = instance._state.db
@@ -346,11 +369,13 @@ def _rebuild(instance: models.Model, values: Mapping[str, Any]) -> models.Model:
 
 def _changed(
     values: Mapping[str, Any],
+    current: Mapping[str, Any],
     instance: models.Model,
     info: _Info,
     update_fields: Iterable[str] | None,
 ) -> set[str]:
-    current = instance.__dict__
+    """The attnames whose value in ``current`` (the instance's values, or a copy of
+    them) differs from ``values``."""
     if update_fields is not None:
         saved = set(update_fields)
         attnames: Iterable[str] = [
@@ -372,7 +397,7 @@ def fields_changed(plan: Plan, changed: set[str]) -> bool:
 def state_of(plan: Plan, obj: models.Model) -> Seen | None:
     """How ``obj`` looks to the engines now (``None``: its options raised, which is logged)."""
     try:
-        return _see(plan.options, obj, timezone.now())
+        return _see(plan, obj, timezone.now())
     except Exception as error:
         _failed(obj, "work out the stored state before a save", error)
         return None
@@ -423,12 +448,25 @@ def _before_save(
     update_fields: Iterable[str] | None,
     **kwargs: Any,
 ) -> None:
-    """``pre_save``: how the object was stored (and so whether it was public) before this save."""
+    """``pre_save``: how the object was stored (and so whether it was public) before this save.
+
+    For an object whose row is known in full (loaded, or saved, by this
+    process) there is nothing to do before the save: ``post_save`` compares
+    with that row. Otherwise the stored state is worked out now, while the row
+    still holds it.
+    """
     state = instance._state
-    state.indexnow_raw = raw  # type: ignore[attr-defined]
-    state.indexnow_before = None  # type: ignore[attr-defined]
+    known = state.__dict__
+    known["indexnow_raw"] = raw
+    known["indexnow_before"] = None
     if raw or not is_enabled():
         return
+    if not state.adding:
+        info = _tracked.get(sender)
+        row = known.get("indexnow_row")
+        if info is not None and row is not None and _complete(row, info):
+            known["indexnow_before"] = _FROM_ROW
+            return
     plan = plan_for(sender)
     try:
         if plan is None:
@@ -439,12 +477,12 @@ def _before_save(
         if values is None:
             state.indexnow_before = _Before(DRAFT, True)  # type: ignore[attr-defined]
             return
-        changed = _changed(values, instance, info, update_fields)
+        changed = _changed(values, instance.__dict__, instance, info, update_fields)
         if not changed:
             if plan.attnames is None:
                 state.indexnow_before = _Before(None, True, deferred)  # type: ignore[attr-defined]
             return
-        seen = _see(plan.options, _rebuild(instance, values))
+        seen = _see(plan, _rebuild(instance, values))
         state.indexnow_before = _Before(seen, fields_changed(plan, changed), deferred)  # type: ignore[attr-defined]
     except Exception as error:
         _failed(instance, "work out the stored state before a save", error)
@@ -464,8 +502,10 @@ def _before_base_save(
         if plan is None:
             return None
         values = {f.attname: getattr(child, f.attname) for f in instance._meta.concrete_fields}
-        changed = _changed(values, instance, _info(type(instance)), update_fields)
-        seen = _see(plan.options, child, timezone.now())
+        changed = _changed(
+            values, instance.__dict__, instance, _info(type(instance)), update_fields
+        )
+        seen = _see(plan, child, timezone.now())
         return _Before(seen, fields_changed(plan, changed), child=child, plan=plan)
     return None
 
@@ -480,15 +520,20 @@ def _after_save(
     **kwargs: Any,
 ) -> None:
     """``post_save``: submit what the save changed (see the change table)."""
-    state = instance._state
-    before: _Before | None = state.__dict__.get("indexnow_before")
     if raw:
         return
-    state.indexnow_before = None  # type: ignore[attr-defined]
+    state = instance._state
+    known = state.__dict__
+    before: _Before | object | None = known.get("indexnow_before")
+    known["indexnow_before"] = None
+    row = known.get("indexnow_row")  # the row before this save (replaced just below)
     info = _tracked.get(sender)
+    written: dict[str, Any] | None = None
     if info is not None:
         if update_fields is None and not info.mutable:
-            state.indexnow_row = instance.__dict__.copy()  # type: ignore[attr-defined]
+            written = instance.__dict__.copy()
+            del written["_state"]  # no cycle: the object and its state are freed at once
+            state.indexnow_row = written  # type: ignore[attr-defined]
         elif update_fields is None:
             _remember(instance, info.attnames)
         else:
@@ -503,6 +548,24 @@ def _after_save(
             )
     if before is None:
         return
+    if before is _FROM_ROW:
+        plan = plan_for(sender)
+        if plan is None or info is None or row is None:
+            return
+        if written is not None:
+            collector = current()
+            if (
+                collector is not None
+                and collector.hold is None
+                and collector.accepts()
+                and not thread_connection(using).in_atomic_block
+            ):
+                # Worked out when the unit ends, all together (less per save).
+                collector.later(_settle_save, plan, info, row, instance, written, using)
+                return
+        _change_from_row(plan, info, row, instance, update_fields, using)
+        return
+    assert isinstance(before, _Before)
     if before.child is not None and before.plan is not None:
         child = before.child
         saved = _rebuild(
@@ -518,6 +581,92 @@ def _after_save(
         # Fields still deferred were not saved: their stored values are current.
         saved = _rebuild(instance, {**before.deferred, **instance.__dict__})
     _change(plan, before.seen, saved, before.counts, using)
+
+
+#: ``pre_save`` found the whole row the object overwrites among its loaded values.
+_FROM_ROW = object()
+
+
+def _complete(row: tuple[Any, Any] | dict[str, Any], info: _Info) -> bool:
+    """Whether a remembered row holds every field (none was deferred when it was loaded)."""
+    if isinstance(row, dict):
+        return row.keys() >= info.attset
+    return len(row[1]) == len(info.attnames)
+
+
+#: What ``_before_from_row`` finds when the save changed nothing that counts.
+_NOTHING = object()
+
+
+def _before_from_row(
+    plan: Plan,
+    info: _Info,
+    row: tuple[Any, Any] | dict[str, Any],
+    instance: models.Model,
+    update_fields: Iterable[str] | None,
+    current: dict[str, Any],
+) -> tuple[Seen | None, bool] | object:
+    """What ``pre_save`` would have found (the stored state, whether it counts), from
+    the row the save overwrote and ``current``, the values it saved; or ``_NOTHING``.
+    Builds the stored object only when a field changed.
+    """
+    if type(row) is dict:
+        values = {a: row[a] for a in info.attnames}
+    else:
+        values = dict(zip(*row, strict=True))
+    changed = _changed(values, current, instance, info, update_fields)
+    if info.auto:
+        changed -= info.auto  # set by the save itself, after pre_save
+    if not changed:
+        return (None, True) if plan.attnames is None else _NOTHING
+    return _see(plan, _rebuild(instance, values, info, fresh=True)), fields_changed(plan, changed)
+
+
+def _change_from_row(
+    plan: Plan,
+    info: _Info,
+    row: tuple[Any, Any] | dict[str, Any],
+    instance: models.Model,
+    update_fields: Iterable[str] | None,
+    using: str,
+) -> None:
+    """After the save of an object whose whole row was known: submit what it changed."""
+    try:
+        found = _before_from_row(plan, info, row, instance, update_fields, instance.__dict__)
+    except Exception as error:
+        _failed(instance, "work out the stored state before a save", error)
+        return
+    if found is not _NOTHING:
+        seen, counts = cast("tuple[Seen | None, bool]", found)
+        _change(plan, seen, instance, counts, using)
+
+
+def _settle_save(
+    plan: Plan,
+    info: _Info,
+    row: tuple[Any, Any] | dict[str, Any],
+    instance: models.Model,
+    saved: dict[str, Any],
+    using: str,
+) -> list[str]:
+    """At the end of the unit of work: the URLs of a save left for then (see ``_after_save``).
+
+    ``saved``: the values the save wrote (the instance may have changed since).
+    """
+    try:
+        found = _before_from_row(plan, info, row, instance, None, saved)
+        if found is _NOTHING:
+            return []
+        seen, counts = cast("tuple[Seen | None, bool]", found)
+        current = instance.__dict__
+        if all(current.get(a, _MISSING) is saved.get(a, _MISSING) for a in info.attnames):
+            after = instance  # as saved: its cached relations and prefetches serve urls()
+        else:
+            after = _rebuild(instance, saved, info)
+        return _outcome(plan, seen, after, counts, using)
+    except Exception as error:
+        _failed(instance, "work out the URLs of a save", error)
+        return []
 
 
 def _values_of(obj: models.Model, fields: Iterable[models.Field[Any, Any]]) -> dict[str, Any]:
@@ -545,7 +694,7 @@ def _before_delete(
                 loaded = _stored_values(sender, instance.pk, using, _info_of(sender).attnames)
             if loaded is not None:
                 stored = _rebuild(instance, loaded)
-        state.indexnow_deleted = _see(plan.options, stored, timezone.now()).urls  # type: ignore[attr-defined]
+        state.indexnow_deleted = _see(plan, stored, timezone.now()).urls  # type: ignore[attr-defined]
     except Exception as error:
         _failed(instance, "work out the URLs of a deleted object", error)
 
@@ -557,7 +706,7 @@ def _after_delete(
     urls: tuple[str, ...] = instance._state.__dict__.get("indexnow_deleted", ())
     instance._state.indexnow_deleted = ()  # type: ignore[attr-defined]
     if urls:
-        hand_over([GoneURL(url) for url in urls], connections[using])
+        hand_over([GoneURL(url) for url in urls], thread_connection(using))
 
 
 # Many-to-many -------------------------------------------------------------------------------
@@ -630,7 +779,7 @@ def _m2m_forward(
     befores: dict[type[models.Model], Seen] = state.__dict__.setdefault("indexnow_m2m_before", {})
     if action.startswith("pre_"):
         if _open_change(instance, connections[using]) is None:
-            befores[through] = _see(plan.options, _stored(instance), timezone.now())
+            befores[through] = _see(plan, _stored(instance), timezone.now())
         return
     before = befores.pop(through, None)
     _change(plan, before, _stored(instance), counts, using, copy_saved=False)
@@ -667,7 +816,7 @@ def _m2m_reverse(
         objs = []
         for obj in model._base_manager.using(using).filter(pk__in=pks) if pks else ():
             try:
-                objs.append((obj, _see(plan.options, obj, now)))
+                objs.append((obj, _see(plan, obj, now)))
             except Exception as error:
                 _failed(obj, f"work out the URLs of an m2m change ({action})", error)
         befores[through] = objs
@@ -833,7 +982,7 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
     for sender, name in _connected - set(wanted):
         signals[name].disconnect(sender=sender, dispatch_uid=_uid(sender, name))
     for (sender, name), (signal, handler) in wanted.items():
-        signal.connect(handler, sender=sender, dispatch_uid=_uid(sender, name))
+        signal.connect(handler, sender=sender, weak=False, dispatch_uid=_uid(sender, name))
     _connected.clear()
     _connected.update(wanted)
     _tracked.clear()

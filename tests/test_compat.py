@@ -178,3 +178,35 @@ def test_a_scheduler_that_never_started_has_not_died(redis_conn):
     scheduler = RQScheduler(["default"], connection=redis_conn)
     assert hasattr(scheduler, "_process"), changed("RQScheduler._process (rq)")
     assert compat.scheduler_died(scheduler) is False
+
+
+# A thread's database connection ------------------------------------------------
+
+
+def test_a_threads_connection_is_the_one_django_gives_that_thread():
+    import asyncio
+    import threading
+
+    from django.db import connections
+
+    assert compat.thread_connection("default") is connections["default"], changed(
+        "django.db.connections (one connection object per alias and thread)"
+    )
+    assert compat.thread_connection("default") is compat.thread_connection("default")
+    seen: dict[str, Any] = {}
+
+    def other_thread() -> None:
+        seen["kept"] = compat.thread_connection("default")
+        seen["django"] = connections["default"]
+        connections["default"].close()
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    assert seen["kept"] is seen["django"]
+    assert seen["kept"] is not connections["default"]
+
+    async def in_a_loop() -> bool:
+        return compat.thread_connection("default") is connections["default"]
+
+    assert asyncio.run(in_a_loop())

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 from asgiref.sync import iscoroutinefunction
+from django.core.handlers.wsgi import WSGIHandler
 from django.http import HttpRequest, HttpResponse
-from django.test import AsyncClient, Client
+from django.test import AsyncClient, Client, RequestFactory
 
 from indexnow_django.middleware import IndexNowMiddleware
 from tests.testapp import views
@@ -59,9 +60,29 @@ def test_a_request_flushes_once_with_its_response(
     post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
     flushes.clear()
     engine.reset()
+    # The test client closes the response as a server does: the flush is done.
     response = Client().get(f"/posts/{post.pk}/save/", {"title": "Hello again"})
     assert response.status_code == 200
-    assert [(urls, sent_with) for urls, sent_with in flushes] == [(["/posts/hello/"], response)]
+    assert [urls for urls, _ in flushes] == [["/posts/hello/"]]
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/posts/hello/"]]
+
+
+def test_under_wsgi_the_flush_waits_until_the_server_has_sent_the_response(
+    engine: Any, flushes: list[tuple[list[str], Any]]
+) -> None:
+    post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
+    flushes.clear()
+    engine.reset()
+    environ = RequestFactory().get(f"/posts/{post.pk}/save/", {"title": "Hello again"}).environ
+    started: list[str] = []
+    body = WSGIHandler()(environ, lambda status, headers: started.append(status))
+    # What a WSGI server has when it writes the response out: nothing flushed yet.
+    assert started == ["200 OK"]
+    assert b"".join(body)
+    assert flushes == []
+    assert engine.posts == []
+    body.close()  # the server is done with the response
+    assert [urls for urls, _ in flushes] == [["/posts/hello/"]]
     assert [p.urls for p in engine.posts] == [[f"{BASE}/posts/hello/"]]
 
 

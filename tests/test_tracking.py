@@ -689,3 +689,39 @@ def test_a_rolled_back_change_inside_a_transaction_sends_nothing(
         fresh = Article.objects.get(pk=page.pk)
         fresh.sites.add(fr)
     assert sent(engine) == [[f"{BASE}/en/kept/", f"{BASE}/fr/kept/"]]
+
+
+# Saves worked out at the end of their unit --------------------------------------
+
+
+def test_an_edit_made_after_a_save_in_the_same_unit_is_not_what_is_submitted(
+    engine: Any,
+) -> None:
+    post = published("before")
+    engine.reset()
+    loaded = Post.objects.get(pk=post.pk)
+    with batch():
+        loaded.slug = "saved"
+        loaded.save()
+        loaded.slug = "edited-but-never-saved"
+    assert sent(engine) == [[f"{BASE}/posts/saved/", f"{BASE}/posts/before/"]]
+
+
+def test_a_long_loop_of_saves_in_one_unit_gives_one_flush_of_every_url(engine: Any) -> None:
+    from indexnow_django import collector as collector_module
+
+    Post.objects.bulk_create(
+        Post(title=f"P{n}", slug=f"p{n}", status=Post.PUBLISHED) for n in range(1200)
+    )
+    engine.reset()
+    with batch() as unit:
+        for post in Post.objects.order_by("pk"):
+            post.slug = f"new-{post.slug}"
+            post.save()
+            # What waits to be worked out stays bounded, whatever the loop's length.
+            assert len(unit._later) < collector_module.LATER_LIMIT
+    [urls] = sent(engine)
+    assert len(urls) == 2400
+    assert set(urls) == {f"{BASE}/posts/new-p{n}/" for n in range(1200)} | {
+        f"{BASE}/posts/p{n}/" for n in range(1200)
+    }
