@@ -79,8 +79,8 @@ os.register_at_fork(after_in_child=_forked)
 #: Seconds a management command holds the URLs it produced before flushing them.
 COMMAND_HOLD = 3.0
 
-#: Changes a unit leaves to be worked out together (:meth:`Collector.later`) before it
-#: works them out anyway, so that memory stays bounded in a long loop of saves.
+#: Changes a unit leaves to be worked out together (:attr:`Collector.waiting`) before
+#: they are worked out anyway, so that memory stays bounded in a long loop of saves.
 LATER_LIMIT = 500
 
 
@@ -115,8 +115,11 @@ class Collector:
         self._timer: threading.Timer | None = None
         #: A command started outside Django's test environment (the test runner itself).
         self._outside_tests = kind == "command" and not _testing()
-        #: Changes committed in this unit whose URLs are worked out at its end (see ``later``).
-        self._later: list[tuple[Callable[..., Iterable[str]], tuple[Any, ...]]] = []
+        #: Changes committed in this unit whose URLs are worked out together before
+        #: the flush, as ``(resolve, args)``; ``resolve(*args)`` gives URLs and never
+        #: raises. Change tracking appends here for a unit that does not hold URLs
+        #: on a timer, and calls :meth:`settle` once :data:`LATER_LIMIT` wait.
+        self.waiting: list[tuple[Callable[..., Iterable[str]], tuple[Any, ...]]] = []
 
     def __repr__(self) -> str:
         return f"<Collector {self.id} urls={len(self.urls)} open={self.open}>"
@@ -126,7 +129,7 @@ class Collector:
         return self.open and self._pid == _pid and not (self._outside_tests and _testing())
 
     def add(self, urls: Iterable[str]) -> None:
-        if self._later:
+        if self.waiting:
             self.settle()  # what came first stays first
         with self._lock:
             for url in urls:
@@ -136,22 +139,11 @@ class Collector:
                 self._timer.daemon = True
                 self._timer.start()
 
-    def later(self, resolve: Callable[..., Iterable[str]], *args: Any) -> None:
-        """Work out ``resolve(*args)``'s URLs before the flush, or when many wait.
-
-        For a unit that does not hold URLs on a timer (a request, a job,
-        ``batch()``); the caller's change is committed already. Working the
-        URLs of many saves out together costs less than one by one, between
-        the queries of the saves. ``resolve`` never raises.
-        """
-        self._later.append((resolve, args))
-        if len(self._later) >= LATER_LIMIT:
-            self.settle()
-
     def settle(self) -> None:
-        """Work out now what :meth:`later` left for the end of the unit."""
-        while self._later:
-            waiting, self._later = self._later, []
+        """Work out now the URLs of the changes :attr:`waiting` (working out many
+        together costs less than one by one, between the queries of the saves)."""
+        while self.waiting:
+            waiting, self.waiting = self.waiting, []
             urls: list[str] = []
             for resolve, args in waiting:
                 urls.extend(resolve(*args))
@@ -179,7 +171,7 @@ class Collector:
             self.settle()
         except Exception:
             logger.exception("IndexNow could not work out the URLs of unit=%s", self.id)
-            self._later = []
+            self.waiting = []
         with self._lock:
             self.open = False
             timer, self._timer = self._timer, None

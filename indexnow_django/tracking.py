@@ -50,7 +50,7 @@ from django.db.models.signals import (
 from django.utils import timezone
 from django.utils.inspect import func_accepts_kwargs, func_supports_parameter
 
-from .collector import GoneURL, collect_on_commit, current, hand_over
+from .collector import LATER_LIMIT, GoneURL, collect_on_commit, current, hand_over
 from .compat import thread_connection
 from .conf import is_enabled
 from .registry import (
@@ -107,13 +107,17 @@ DRAFT = Seen(published=False, when=None, public=False, urls=())
 def _see(plan: Plan, obj: Any, now: datetime.datetime | None = None) -> Seen:
     """Evaluate ``obj`` (URLs only when it is public: a draft's are never needed)."""
     options = plan.options
+    # tuple.__new__: a Seen without the Python-level constructor (this runs twice a save).
     if plan.always_public:
-        return Seen(True, None, True, tuple(map(str, options.urls(obj))))
+        return _new_seen(Seen, (True, None, True, tuple(map(str, options.urls(obj)))))
     published = bool(options.is_published(obj))
     when = options.publish_time(obj) if published else None
     public = published and (when is None or when <= (now or timezone.now()))
     urls = tuple(map(str, options.urls(obj))) if public else ()
-    return Seen(published, when, public, urls)
+    return _new_seen(Seen, (published, when, public, urls))
+
+
+_new_seen = tuple.__new__
 
 
 def _failed(instance: models.Model, what: str, error: Exception) -> None:
@@ -141,8 +145,8 @@ def _outcome(
     if not counts and old == after:
         return []
     urls = list(after.urls)
-    if old.public:
-        urls.extend(GoneURL(u) for u in old.urls if u not in after.urls)
+    if old.public and old.urls != after.urls:
+        urls.extend([GoneURL(u) for u in old.urls if u not in after.urls])
     if after.published and after.when is not None and not after.public:  # still to come
         from .scheduling import schedule
 
@@ -464,7 +468,15 @@ def _before_save(
     if not state.adding:
         info = _tracked.get(sender)
         row = known.get("indexnow_row")
-        if info is not None and row is not None and _complete(row, info):
+        if (
+            info is not None
+            and row is not None
+            and (
+                row.keys() >= info.attset
+                if type(row) is dict
+                else len(row[1]) == len(info.attnames)  # as loaded: nothing deferred
+            )
+        ):
             known["indexnow_before"] = _FROM_ROW
             return
     plan = plan_for(sender)
@@ -561,7 +573,10 @@ def _after_save(
                 and not thread_connection(using).in_atomic_block
             ):
                 # Worked out when the unit ends, all together (less per save).
-                collector.later(_settle_save, plan, info, row, instance, written, using)
+                waiting = collector.waiting
+                waiting.append((_settle_save, (plan, info, row, instance, written, using)))
+                if len(waiting) >= LATER_LIMIT:
+                    collector.settle()
                 return
         _change_from_row(plan, info, row, instance, update_fields, using)
         return
@@ -585,13 +600,6 @@ def _after_save(
 
 #: ``pre_save`` found the whole row the object overwrites among its loaded values.
 _FROM_ROW = object()
-
-
-def _complete(row: tuple[Any, Any] | dict[str, Any], info: _Info) -> bool:
-    """Whether a remembered row holds every field (none was deferred when it was loaded)."""
-    if isinstance(row, dict):
-        return row.keys() >= info.attset
-    return len(row[1]) == len(info.attnames)
 
 
 #: What ``_before_from_row`` finds when the save changed nothing that counts.
@@ -659,10 +667,11 @@ def _settle_save(
             return []
         seen, counts = cast("tuple[Seen | None, bool]", found)
         current = instance.__dict__
-        if all(current.get(a, _MISSING) is saved.get(a, _MISSING) for a in info.attnames):
-            after = instance  # as saved: its cached relations and prefetches serve urls()
-        else:
-            after = _rebuild(instance, saved, info)
+        after = instance  # as saved: its cached relations and prefetches serve urls()
+        for attname in info.attnames:
+            if current.get(attname, _MISSING) is not saved.get(attname, _MISSING):
+                after = _rebuild(instance, saved, info)  # edited since
+                break
         return _outcome(plan, seen, after, counts, using)
     except Exception as error:
         _failed(instance, "work out the URLs of a save", error)
@@ -862,7 +871,35 @@ def _loading_hook(
 ) -> Callable[..., models.Model]:
     # Django 6.1 passes ``fetch_mode=`` to ``from_db``; a model's own older override
     # may not take it, and then it is not passed on (Django itself does the same).
-    passes_options = func_supports_parameter(loader, "fetch_mode") or func_accepts_kwargs(loader)
+    takes_fetch_mode = func_supports_parameter(loader, "fetch_mode")
+    passes_options = takes_fetch_mode or func_accepts_kwargs(loader)
+
+    if takes_fetch_mode and not mutable:
+        # Django 6.1's own ``from_db``, on every page that lists tracked objects:
+        # no more than a call and a reference.
+        def fetching(
+            cls: type[models.Model],
+            db: str | None,
+            field_names: Any,
+            values: Any,
+            *,
+            fetch_mode: Any = None,
+        ) -> models.Model:
+            obj = loader(cls, db, field_names, values, fetch_mode=fetch_mode)
+            obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
+            return obj
+
+        return _mark_hook(fetching, loader, mutable)
+    if not passes_options and not mutable:
+        # Django 5.2's ``from_db`` (or an override without ``fetch_mode``): the same.
+        def plain(
+            cls: type[models.Model], db: str | None, field_names: Any, values: Any
+        ) -> models.Model:
+            obj = loader(cls, db, field_names, values)
+            obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
+            return obj
+
+        return _mark_hook(plain, loader, mutable)
 
     def from_db(
         cls: type[models.Model], db: str | None, field_names: Any, values: Any, **options: Any
@@ -881,10 +918,16 @@ def _loading_hook(
         obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
         return obj
 
-    from_db.indexnow_loader = loader  # type: ignore[attr-defined]
-    from_db.indexnow_mutable = mutable  # type: ignore[attr-defined]
-    from_db.indexnow_hook = True  # type: ignore[attr-defined]
-    return from_db
+    return _mark_hook(from_db, loader, mutable)
+
+
+def _mark_hook(
+    hook: Callable[..., models.Model], loader: Callable[..., models.Model], mutable: frozenset[str]
+) -> Callable[..., models.Model]:
+    hook.indexnow_loader = loader  # type: ignore[attr-defined]
+    hook.indexnow_mutable = mutable  # type: ignore[attr-defined]
+    hook.indexnow_hook = True  # type: ignore[attr-defined]
+    return hook
 
 
 def _wrap_refresh() -> None:

@@ -719,7 +719,7 @@ def test_a_long_loop_of_saves_in_one_unit_gives_one_flush_of_every_url(engine: A
             post.slug = f"new-{post.slug}"
             post.save()
             # What waits to be worked out stays bounded, whatever the loop's length.
-            assert len(unit._later) < collector_module.LATER_LIMIT
+            assert len(unit.waiting) < collector_module.LATER_LIMIT
     [urls] = sent(engine)
     assert len(urls) == 2400
     assert set(urls) == {f"{BASE}/posts/new-p{n}/" for n in range(1200)} | {
