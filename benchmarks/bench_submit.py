@@ -3,7 +3,8 @@
 Writes N URLs of one host (default 1,000,000) to a file, starts a loopback
 engine on 127.0.0.1 that answers 200 at once and a redis-server of its own (or
 uses ``--redis``), and measures side by side, each in its own child process,
-the wall time and the peak resident memory (``ru_maxrss`` from ``wait4``) of:
+the wall time and the peak resident memory (the child's own ``VmHWM``, sampled
+while it runs) of:
 
 * ``floor``: the file read line by line and posted in batches of 10,000 with
   ``requests`` (no normalization, no validation, no debounce);
@@ -38,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -106,15 +108,36 @@ def measure(command: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     proc = subprocess.Popen(
         command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    # wait4 gives the resource usage of this child alone.
+    # The child's own high-water mark (VmHWM), sampled until it exits: wait4's
+    # ru_maxrss would also count the pages of this process it was forked from.
+    peak = 0
+    done = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        status_file = Path(f"/proc/{proc.pid}/status")
+        while not done.is_set():
+            try:
+                text = status_file.read_text()
+            except OSError:
+                return
+            for line in text.splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+            done.wait(0.005)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.monotonic() - started
+    done.set()
+    watcher.join()
     out = proc.stdout.read().decode() if proc.stdout else ""
     err = proc.stderr.read().decode() if proc.stderr else ""
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(command)} exited {proc.returncode}:\n{out}\n{err}")
-    return elapsed, usage.ru_maxrss // 1024, out
+    return elapsed, (peak or usage.ru_maxrss) // 1024, out
 
 
 def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -473,9 +473,18 @@ class Command(BaseCommand):
 
         # Per URL, the worst of its engines' last answers.
         finals = _last_answers(answers)
-        outcome: dict[str, str] = {}
-        for state, _, _, last_for in sorted(finals, key=lambda final: _RANK[final[0]]):
-            outcome.update(dict.fromkeys(last_for, state))
+        states: Counter[str] = Counter()
+        if len(answers) == 1 and len({state for state, _, _, _ in finals}) == 1:
+            # One engine, one kind of answer (a bulk run that went well): every URL it
+            # answered for has that state; its host batches hold distinct URLs.
+            states[finals[0][0]] = (
+                sum(len(last_for) for _, _, _, last_for in finals) if finals else 0
+            )
+        else:
+            outcome: dict[str, str] = {}
+            for state, _, _, last_for in sorted(finals, key=lambda final: _RANK[final[0]]):
+                outcome.update(dict.fromkeys(last_for, state))
+            states.update(outcome.values())
         for _, result, tries, _ in finals:
             if result.outcome is Outcome.REJECTED:
                 self.failures.append(result.message)
@@ -483,10 +492,10 @@ class Command(BaseCommand):
             elif result.outcome is Outcome.RETRY:
                 self.failures.append(f"{result.message} after {tries} attempt(s)")
         c = self.counts
-        c.debounced += len(urls) - len(outcome)
+        c.debounced += len(urls) - sum(states.values())
         if fallback:
             c.fallback += len(urls)
-        for state, count in Counter(outcome.values()).items():
+        for state, count in states.items():
             setattr(c, state, getattr(c, state) + count)
 
     def _answers(
@@ -580,19 +589,25 @@ class Command(BaseCommand):
 
 def _last_answers(
     answers: Mapping[str, list[tuple[PostResult, int]]],
-) -> list[tuple[str, PostResult, int, set[str]]]:
+) -> list[tuple[str, PostResult, int, Collection[str]]]:
     """The answers that are an engine's last for some URLs: ``(state, answer, attempt,
     those URLs)``, engine by engine, in the order of the URLs they first answered."""
-    finals: list[tuple[str, PostResult, int, set[str]]] = []
+    finals: list[tuple[str, PostResult, int, Collection[str]]] = []
     for in_order in answers.values():
+        if all(attempt == 1 for _, attempt in in_order):
+            # No retry: each answer is the only one for its URLs (the host batches of
+            # one send hold distinct URLs).
+            finals.extend(
+                (_state(result), result, 1, result.urls) for result, _ in in_order if result.urls
+            )
+            continue
         seen: set[str] = set()
-        mine: list[tuple[str, PostResult, int, set[str]]] = []
+        mine: list[tuple[str, PostResult, int, Collection[str]]] = []
         for result, attempt in reversed(in_order):
             last_for = set(result.urls).difference(seen)
             if last_for:
                 seen |= last_for
-                state = _STATE[result.outcome] if not result.dry_run else "not_sent"
-                mine.append((state, result, attempt, last_for))
+                mine.append((_state(result), result, attempt, last_for))
         if len(mine) > 1:  # retries answered some URLs and not others
             position: dict[str, int] = {}
             for result, _ in in_order:
@@ -601,3 +616,7 @@ def _last_answers(
             mine.sort(key=lambda final: min(map(position.__getitem__, final[3])))
         finals.extend(mine)
     return finals
+
+
+def _state(result: PostResult) -> str:
+    return _STATE[result.outcome] if not result.dry_run else "not_sent"
