@@ -362,6 +362,41 @@ def test_a_job_whose_whole_worker_was_killed_mid_post_is_sent_by_another_worker(
     assert failed_ids(redis_conn) == []
 
 
+def test_a_job_cut_short_by_a_cold_shutdown_is_sent_by_another_worker(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    """Two SIGTERMs (rq's cold shutdown) while the engine holds the POST: rq kills the
+    work horse and exits, leaving the job "started"; the worker left running sends it."""
+    from rq.exceptions import NoSuchJobError
+
+    overrides = queue_settings(
+        indexnow_settings, HTTP={"TIMEOUT": 30}, DEBOUNCE={"CACHE": "shared", "TTL": 600}
+    )
+    engine.queue_replies(Reply(200, delay=25))  # answered after the worker is gone
+    dispatch(["/a/"])
+    job = only_queued_job(redis_conn)
+    batch_id = job.meta[META_BATCH_ID]
+    stopping = start_worker(overrides)
+    engine.wait_for_posts(1, timeout=20)
+    start_worker(overrides)  # the one left running
+
+    stopping.cold_stop()
+    stopped_at = time.time()
+    assert "cold shut down" in stopping.output()
+
+    [successor] = wait_for_batch(redis_conn, batch_id, 1, "finished", timeout=120)
+    posts = engine.wait_for_posts(2, timeout=5)
+    assert posts[1].received_at - stopped_at < 60  # the bound documented is 2 minutes
+    assert [post.urls for post in posts] == [[A], [A]]
+    assert successor.id != job.id
+    assert successor.meta[META_ATTEMPT] == 2
+    with pytest.raises(NoSuchJobError):
+        fetch(redis_conn, job.id)  # gone from rq, not left "started"
+    time.sleep(3)
+    assert len(engine.posts) == 2  # sent again once only
+    assert failed_ids(redis_conn) == []
+
+
 def test_a_worker_killed_at_the_last_attempt_fails_the_job_naming_the_count(
     engine, indexnow_settings, start_worker, redis_conn
 ):

@@ -156,6 +156,15 @@ class WorkerProcess:
         assert self.proc is not None
         self.proc.wait(5)
 
+    def cold_stop(self) -> None:
+        """rq's cold shutdown, as Ctrl+C twice or a second SIGTERM gives it: the work
+        horse is killed and the worker exits (rq ignores a second signal within 1 s)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        time.sleep(1.5)
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(15)
+
     def stop(self, timeout: float = 15.0) -> None:
         """Warm shutdown (SIGTERM: the current job finishes), then SIGKILL the whole group."""
         if self.proc is None or self.proc.poll() is not None:
