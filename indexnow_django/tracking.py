@@ -802,12 +802,20 @@ def _m2m_reverse(
     pk_set: set[Any] | None,
     using: str,
 ) -> None:
-    found = _m2m_plan(through, model)
-    if found is None:
+    m2m = _owning_field(through, model)
+    if m2m is None:
         return
-    plan, counts = found
-    m2m = cast("models.ManyToManyField[Any, Any]", _owning_field(through, model))
-    befores: dict[type[models.Model], list[tuple[models.Model, Seen]]] = (
+    # The tracked models whose objects the change reaches: ``model`` itself, or the
+    # tracked multi-table children of an untracked ``model`` (the field is inherited).
+    candidates = (model,) if plan_for(model) is not None else tuple(_children.get(model, ()))
+    targets: list[tuple[type[models.Model], Plan, bool]] = []
+    for target in candidates:
+        plan = plan_for(target)
+        if plan is not None:
+            targets.append((target, plan, plan.m2m is None or m2m.name in plan.m2m))
+    if not targets:
+        return
+    befores: dict[type[models.Model], list[tuple[models.Model, Plan, bool, Seen]]] = (
         instance._state.__dict__.setdefault("indexnow_m2m_reverse", {})
     )
     if action.startswith("pre_"):
@@ -823,15 +831,20 @@ def _m2m_reverse(
             pks = list(pk_set or ())
         now = timezone.now()
         objs = []
-        for obj in model._base_manager.using(using).filter(pk__in=pks) if pks else ():
-            try:
-                objs.append((obj, _see(plan, obj, now)))
-            except Exception as error:
-                _failed(obj, f"work out the URLs of an m2m change ({action})", error)
+        seen_pks: set[Any] = set()
+        for target, plan, counts in targets:
+            # A child row shares its parent's primary key; the deepest child is found first.
+            wanted = [pk for pk in pks if pk not in seen_pks]
+            for obj in target._base_manager.using(using).filter(pk__in=wanted) if wanted else ():
+                seen_pks.add(obj.pk)
+                try:
+                    objs.append((obj, plan, counts, _see(plan, obj, now)))
+                except Exception as error:
+                    _failed(obj, f"work out the URLs of an m2m change ({action})", error)
         befores[through] = objs
         return
-    connection = connections[using]
-    for obj, seen in befores.pop(through, []):
+    connection = thread_connection(using)
+    for obj, plan, counts, seen in befores.pop(through, []):
         before = seen if _open_change(obj, connection) is None else None
         _change(plan, before, obj, counts, using, copy_saved=False)
 

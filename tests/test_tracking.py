@@ -725,3 +725,18 @@ def test_a_long_loop_of_saves_in_one_unit_gives_one_flush_of_every_url(engine: A
     assert set(urls) == {f"{BASE}/posts/new-p{n}/" for n in range(1200)} | {
         f"{BASE}/posts/p{n}/" for n in range(1200)
     }
+
+
+def test_an_inherited_m2m_field_changed_from_the_other_side_counts_for_the_child(
+    engine: Any,
+) -> None:
+    """``Place.tags`` belongs to the unregistered parent; ``Restaurant`` lists it."""
+    restaurant = Restaurant.objects.create(name="Chez Nous", slug="chez-nous")
+    place = Place.objects.create(name="Just a place", slug="place")
+    tag = Tag.objects.create(name="cosy")
+    engine.reset()
+    tag.places.add(Place.objects.get(pk=restaurant.pk), place)
+    assert sent(engine) == [[f"{BASE}/restaurants/chez-nous/"]]
+    tag.places.remove(place)  # no child row: nothing
+    tag.places.clear()
+    assert sent(engine)[1:] == [[f"{BASE}/restaurants/chez-nous/"]]

@@ -27,9 +27,10 @@ class DocumentIndexNow(ModelIndexNow):
 
 @register(Restaurant)
 class RestaurantIndexNow(ModelIndexNow):
-    """Registered on the child only: saves through ``Place`` are found by their child row."""
+    """Registered on the child only: saves through ``Place`` are found by their child row,
+    and so are changes of ``Place.tags`` made from a tag."""
 
-    fields = ["slug", "name"]
+    fields = ["slug", "name", "tags"]
 
 
 @register(Article)

@@ -96,6 +96,7 @@ class Place(models.Model):
 
     name = models.CharField(max_length=100)
     slug = models.SlugField()
+    tags = models.ManyToManyField(Tag, blank=True, related_name="places")
 
     def __str__(self) -> str:
         return str(self.name)
