@@ -4,8 +4,9 @@ The URLs that a request's saves and deletes produce are flushed once. Under
 WSGI that happens when the server closes the response, after its last byte
 went out: the client never waits for the flush (the enqueue, or the send in
 synchronous dispatch). Under ASGI the flush runs when the view has returned,
-before the response is sent, since an ASGI server does not close the response
-of a client that went away. Flushing never turns a request into an error.
+before the response is sent, since Django's ASGI handler does not close the
+response of a client that went away. Flushing never turns a request into an
+error.
 """
 
 from __future__ import annotations
