@@ -21,11 +21,16 @@ save through the base class is worked out for the child row it belongs to),
 and the ``through`` models of their m2m fields. They follow the registry:
 late registrations and models created later are connected when they appear.
 
-Inside a transaction the outcome of a save or an m2m change is worked out when
-the transaction commits, once per object, from the state before its first
-change to the state at commit; so a change of a URL together with its m2m
-relations (the admin saves the object, then its m2m fields) never submits a
-URL that existed only halfway.
+A save of an object whose row is known in full needs nothing before the
+save: ``post_save`` compares with that row. Outside a transaction, in a
+request, a job or a ``batch()``, its outcome is worked out at the end of the
+unit of work with the unit's other saves
+(:attr:`indexnow_django.collector.Collector.waiting`), from the values the
+save wrote. Inside a transaction the outcome of a save or an m2m change is
+worked out when the transaction commits, once per object, from the state
+before its first change to the state at commit; so a change of a URL
+together with its m2m relations (the admin saves the object, then its m2m
+fields) never submits a URL that existed only halfway.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from django.apps import apps
-from django.db import connections, models
+from django.db import models
 from django.db.models.signals import (
     class_prepared,
     m2m_changed,
@@ -787,7 +792,7 @@ def _m2m_forward(
     plan, counts = found
     befores: dict[type[models.Model], Seen] = state.__dict__.setdefault("indexnow_m2m_before", {})
     if action.startswith("pre_"):
-        if _open_change(instance, connections[using]) is None:
+        if _open_change(instance, thread_connection(using)) is None:
             befores[through] = _see(plan, _stored(instance), timezone.now())
         return
     before = befores.pop(through, None)

@@ -54,12 +54,19 @@ def test_the_middleware_works_in_both_chains() -> None:
     assert iscoroutinefunction(IndexNowMiddleware(async_view))
 
 
-def test_a_request_flushes_once_with_its_response(
-    engine: Any, flushes: list[tuple[list[str], Any]]
-) -> None:
+@pytest.fixture
+def hello(engine: Any, flushes: list[tuple[list[str], Any]]) -> Post:
+    """A published post; what its creation flushed and sent is forgotten."""
     post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
     flushes.clear()
     engine.reset()
+    return post
+
+
+def test_a_request_flushes_once_with_its_response(
+    engine: Any, flushes: list[tuple[list[str], Any]], hello: Post
+) -> None:
+    post = hello
     # The test client closes the response as a server does: the flush is done.
     response = Client().get(f"/posts/{post.pk}/save/", {"title": "Hello again"})
     assert response.status_code == 200
@@ -68,11 +75,9 @@ def test_a_request_flushes_once_with_its_response(
 
 
 def test_under_wsgi_the_flush_waits_until_the_server_has_sent_the_response(
-    engine: Any, flushes: list[tuple[list[str], Any]]
+    engine: Any, flushes: list[tuple[list[str], Any]], hello: Post
 ) -> None:
-    post = Post.objects.create(title="Hello", slug="hello", status=Post.PUBLISHED)
-    flushes.clear()
-    engine.reset()
+    post = hello
     environ = RequestFactory().get(f"/posts/{post.pk}/save/", {"title": "Hello again"}).environ
     started: list[str] = []
     body = WSGIHandler()(environ, lambda status, headers: started.append(status))
