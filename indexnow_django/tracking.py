@@ -9,7 +9,9 @@ work (:mod:`indexnow_django.collector`). A published object whose
 "Before" is the stored row, at no cost on the read path. ``Model.from_db``
 (through which every object loaded by a query passes) is wrapped once: for a
 tracked model it keeps, on the object's ``_state``, a reference to the values
-the row was loaded with; nothing is copied. A save compares with those values
+the row was loaded with (``indexnow_row``: the row's own sequence of values in
+the order of the model's concrete fields, or a dict by attname when fields
+were deferred); nothing is copied. A save compares with those values
 and rebuilds the stored object from them, so a tracked save of a loaded
 object makes no query of its own. A query is made only when they cannot know
 the row: an object that was never loaded (built from a revision or by hand
@@ -39,9 +41,10 @@ import copy
 import datetime
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+import django
 from django.apps import apps
 from django.db import models
 from django.db.models.signals import (
@@ -284,18 +287,17 @@ def _info_of(model: type[models.Model]) -> _Info:
     return info if info is not None else _info(model)
 
 
-def _loaded(state: models.base.ModelState) -> dict[str, Any] | None:
+def _loaded(instance: models.Model) -> dict[str, Any] | None:
     """The values (by attname) the object was loaded or last saved with, if known."""
-    row = state.__dict__.get("indexnow_row")
+    row = instance._state.__dict__.get("indexnow_row")
     if row is None or type(row) is dict:
         return row
-    names, values = row
-    return dict(zip(names, values, strict=True))
+    return dict(zip(_info_of(type(instance)).attnames, row, strict=True))
 
 
 def _remember(instance: models.Model, attnames: Iterable[str]) -> None:
     """After a save or a refresh: the row holds ``attnames``' current values."""
-    loaded = dict(_loaded(instance._state) or {})  # a new one: a save compares with the old
+    loaded = dict(_loaded(instance) or {})  # a new one: a save compares with the old
     current = instance.__dict__
     mutable = _info_of(type(instance)).mutable
     for attname in attnames:
@@ -327,7 +329,7 @@ def _old_values(
         ):
             return None, {}  # an insert (Django skips the UPDATE too)
         return _stored_values(type(instance), instance.pk, using, info.attnames), {}
-    loaded = _loaded(state)
+    loaded = _loaded(instance)
     if loaded is None:
         # Never loaded (rebuilt from a revision, say): the row is what it overwrites.
         return _stored_values(type(instance), instance.pk, using, info.attnames), {}
@@ -479,7 +481,7 @@ def _before_save(
             and (
                 row.keys() >= info.attset
                 if type(row) is dict
-                else len(row[1]) == len(info.attnames)  # as loaded: nothing deferred
+                else len(row) == len(info.attnames)  # as loaded: nothing deferred
             )
         ):
             known["indexnow_before"] = _FROM_ROW
@@ -614,7 +616,7 @@ _NOTHING = object()
 def _before_from_row(
     plan: Plan,
     info: _Info,
-    row: tuple[Any, Any] | dict[str, Any],
+    row: Sequence[Any] | dict[str, Any],
     instance: models.Model,
     update_fields: Iterable[str] | None,
     current: dict[str, Any],
@@ -626,7 +628,7 @@ def _before_from_row(
     if type(row) is dict:
         values = {a: row[a] for a in info.attnames}
     else:
-        values = dict(zip(*row, strict=True))
+        values = dict(zip(info.attnames, row, strict=True))
     changed = _changed(values, current, instance, info, update_fields)
     if info.auto:
         changed -= info.auto  # set by the save itself, after pre_save
@@ -638,7 +640,7 @@ def _before_from_row(
 def _change_from_row(
     plan: Plan,
     info: _Info,
-    row: tuple[Any, Any] | dict[str, Any],
+    row: Sequence[Any] | dict[str, Any],
     instance: models.Model,
     update_fields: Iterable[str] | None,
     using: str,
@@ -657,7 +659,7 @@ def _change_from_row(
 def _settle_save(
     plan: Plan,
     info: _Info,
-    row: tuple[Any, Any] | dict[str, Any],
+    row: Sequence[Any] | dict[str, Any],
     instance: models.Model,
     saved: dict[str, Any],
     using: str,
@@ -703,7 +705,7 @@ def _before_delete(
     try:
         stored: models.Model = instance
         if not state.adding:
-            loaded = _loaded(state)
+            loaded = _loaded(instance)
             if loaded is None:
                 loaded = _stored_values(sender, instance.pk, using, _info_of(sender).attnames)
             if loaded is not None:
@@ -772,7 +774,7 @@ def _m2m_plan(through: type[models.Model], model: type[models.Model]) -> tuple[P
 
 def _stored(instance: models.Model) -> models.Model:
     """``instance`` as its row holds it (its unsaved edits left out), when that is known."""
-    loaded = _loaded(instance._state)
+    loaded = _loaded(instance)
     return _rebuild(instance, loaded) if loaded is not None else instance
 
 
@@ -887,15 +889,11 @@ def _hook_loading(tracked: Mapping[type[models.Model], _Info]) -> None:
 def _loading_hook(
     loader: Callable[..., models.Model], mutable: frozenset[str]
 ) -> Callable[..., models.Model]:
-    # Django 6.1 passes ``fetch_mode=`` to ``from_db``; a model's own older override
-    # may not take it, and then it is not passed on (Django itself does the same).
-    takes_fetch_mode = func_supports_parameter(loader, "fetch_mode")
-    passes_options = takes_fetch_mode or func_accepts_kwargs(loader)
-
-    if takes_fetch_mode and not mutable:
-        # Django 6.1's own ``from_db``, on every page that lists tracked objects:
-        # no more than a call and a reference.
-        def fetching(
+    if loader is _DJANGO_FROM_DB and _INLINE_FROM_DB and not mutable:
+        # Django's own ``from_db`` (its body is the same from 5.2 to 6.1) done here
+        # rather than called: a call less per object, on every page that lists
+        # tracked objects. A row with deferred fields goes through Django's own.
+        def inline(
             cls: type[models.Model],
             db: str | None,
             field_names: Any,
@@ -903,21 +901,23 @@ def _loading_hook(
             *,
             fetch_mode: Any = None,
         ) -> models.Model:
-            obj = loader(cls, db, field_names, values, fetch_mode=fetch_mode)
-            obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
+            if len(values) != len(cls._meta.concrete_fields):
+                return _deferred_row(loader, cls, db, field_names, values, fetch_mode)
+            obj = cls(*values)
+            state = obj._state
+            state.adding = False
+            state.db = db
+            if fetch_mode is not None:
+                state.fetch_mode = fetch_mode
+            state.indexnow_row = values  # type: ignore[attr-defined]
             return obj
 
-        return _mark_hook(fetching, loader, mutable)
-    if not passes_options and not mutable:
-        # Django 5.2's ``from_db`` (or an override without ``fetch_mode``): the same.
-        def plain(
-            cls: type[models.Model], db: str | None, field_names: Any, values: Any
-        ) -> models.Model:
-            obj = loader(cls, db, field_names, values)
-            obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
-            return obj
+        return _mark_hook(inline, loader, mutable)
 
-        return _mark_hook(plain, loader, mutable)
+    # A model's own ``from_db``, or one with fields that can change in place.
+    # Django 6.1 passes ``fetch_mode=``; an older override may not take it, and
+    # then it is not passed on (Django itself does the same).
+    passes_options = func_supports_parameter(loader, "fetch_mode") or func_accepts_kwargs(loader)
 
     def from_db(
         cls: type[models.Model], db: str | None, field_names: Any, values: Any, **options: Any
@@ -933,10 +933,37 @@ def _loading_hook(
                 copy.deepcopy(v) if n in mutable else v
                 for n, v in zip(field_names, values, strict=False)
             ]
-        obj._state.indexnow_row = (field_names, values)  # type: ignore[attr-defined]
+        obj._state.indexnow_row = (  # type: ignore[attr-defined]
+            values
+            if len(values) == len(cls._meta.concrete_fields)
+            else dict(zip(field_names, values, strict=True))
+        )
         return obj
 
     return _mark_hook(from_db, loader, mutable)
+
+
+#: Django's own ``Model.from_db``, as a function, and whether the hook may do its work
+#: itself: on the versions whose ``from_db`` it matches (a test compares the objects).
+_DJANGO_FROM_DB = models.Model.from_db.__func__  # type: ignore[attr-defined]
+_INLINE_FROM_DB = django.VERSION[:2] in {(5, 2), (6, 0), (6, 1)}
+
+
+def _deferred_row(
+    loader: Callable[..., models.Model],
+    cls: type[models.Model],
+    db: str | None,
+    field_names: Any,
+    values: Any,
+    fetch_mode: Any,
+) -> models.Model:
+    """Django's ``from_db`` for a row with deferred fields, keeping the values by attname."""
+    if fetch_mode is None:
+        obj = loader(cls, db, field_names, values)
+    else:
+        obj = loader(cls, db, field_names, values, fetch_mode=fetch_mode)
+    obj._state.indexnow_row = dict(zip(field_names, values, strict=True))  # type: ignore[attr-defined]
+    return obj
 
 
 def _mark_hook(

@@ -19,6 +19,7 @@ import pytest
 from django.contrib.sites.models import Site
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.db.models import Model
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -488,6 +489,29 @@ def test_a_deferred_field_loaded_later_is_known(engine: Any) -> None:
         partial.save()
     assert sent(engine) == [[f"{BASE}/posts/lazy-renamed/", f"{BASE}/posts/lazy/"]]
     assert [q["sql"].split()[0] for q in queries.captured_queries] == ["UPDATE"]
+
+
+def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
+    """The loading hook stands in for Django's own ``from_db``: same objects, full or deferred."""
+    post = published("same-object")
+    django_from_db = Model.from_db.__func__  # type: ignore[attr-defined]
+    for queryset in (Post.objects.all(), Post.objects.defer("body"), Post.objects.only("slug")):
+        (loaded,) = queryset.filter(pk=post.pk)
+        row = loaded._state.indexnow_row  # the row in field order, or by attname if deferred
+        if isinstance(row, dict):
+            names, values = list(row), list(row.values())
+        else:
+            names, values = [f.attname for f in Post._meta.concrete_fields], row
+        # Django 6.1 also passes the queryset's fetch mode.
+        options = {k: v for k, v in vars(loaded._state).items() if k == "fetch_mode"}
+        built = django_from_db(Post, "default", names, values, **options)
+        assert {k: v for k, v in vars(loaded).items() if k != "_state"} == {
+            k: v for k, v in vars(built).items() if k != "_state"
+        }
+        assert loaded.get_deferred_fields() == built.get_deferred_fields()
+        state = {k: v for k, v in vars(loaded._state).items() if k != "indexnow_row"}
+        assert state == vars(built._state)
+        assert state["adding"] is False and state["db"] == "default"
 
 
 # Subclasses -------------------------------------------------------------------------------
