@@ -70,8 +70,16 @@ class DemoError(Exception):
     """Something the demo expected did not happen; the message says what."""
 
 
+_say_lock = threading.Lock()
+
+
 def say(text: str = "", indent: int = 0) -> None:
-    print(textwrap.indent(text, " " * indent) if text else "", flush=True)
+    """Print ``text`` whole: the lines relayed from the children (other threads) never
+    land inside it."""
+    whole = (textwrap.indent(text, " " * indent) if text else "") + "\n"
+    with _say_lock:
+        sys.stdout.write(whole)
+        sys.stdout.flush()
 
 
 def free_port(preferred: int = 0) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
@@ -254,3 +255,32 @@ def test_a_reachable_redis_url_is_used_with_a_queue_of_its_own(redis_url):
     finally:
         conn.close()
     assert left == []
+
+
+def test_lines_relayed_from_the_children_never_split_a_line_of_the_demo(capsys, monkeypatch):
+    """The demo prints from several threads (its own lines, each child's output): a line
+    is always whole, so ``site ... (pid N)`` is never cut by a child's line."""
+    spec = importlib.util.spec_from_file_location("indexnow_demo_script", DEMO)
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, demo)  # its dataclasses look it up there
+    spec.loader.exec_module(demo)
+    expected = {f"[thread {n}] line of the demo {'x' * n}" for n in range(4)}
+
+    def talk(text: str) -> None:
+        for _ in range(3000):
+            demo.say(text)
+
+    threads = [threading.Thread(target=talk, args=(text,)) for text in sorted(expected)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns often, as busy children make them
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 12000
+    assert set(lines) == expected
