@@ -36,6 +36,7 @@ from tests.testapp.models import (
     Page,
     Place,
     Post,
+    PostLoadedItsOwnWay,
     PostProxy,
     Restaurant,
     Tag,
@@ -512,6 +513,18 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
         state = {k: v for k, v in vars(loaded._state).items() if k != "indexnow_row"}
         assert state == vars(built._state)
         assert state["adding"] is False and state["db"] == "default"
+
+
+def test_a_model_with_its_own_from_db_keeps_it_and_its_row_is_known(engine: Any) -> None:
+    post = published("own-way")
+    engine.reset()
+    loaded = PostLoadedItsOwnWay.objects.get(pk=post.pk)
+    assert loaded.loaded_by == "its own from_db"
+    loaded.slug = "own-way-renamed"
+    with CaptureQueriesContext(connection) as queries:
+        loaded.save()
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["UPDATE"]
+    assert sent(engine) == [[f"{BASE}/posts/own-way-renamed/", f"{BASE}/posts/own-way/"]]
 
 
 # Subclasses -------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
 from indexnow_django import IndexNowQuerySet
@@ -89,6 +91,24 @@ class PostProxy(Post):
 
     class Meta:
         proxy = True
+
+
+class PostLoadedItsOwnWay(Post):
+    """A model whose own ``from_db()`` builds its objects itself, as Django's docs show."""
+
+    class Meta:
+        proxy = True
+
+    @classmethod
+    def from_db(cls, db: Any, field_names: Any, values: Any, **kwargs: Any) -> Any:
+        if len(values) != len(cls._meta.concrete_fields):
+            given = dict(zip(field_names, values, strict=True))
+            values = [given.get(f.attname, models.DEFERRED) for f in cls._meta.concrete_fields]
+        obj = cls(*values)
+        obj._state.adding = False
+        obj._state.db = db
+        obj.loaded_by = "its own from_db"
+        return obj
 
 
 class Place(models.Model):
