@@ -27,7 +27,6 @@ from the repository root::
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_submit import start_redis  # noqa: E402
+from bench_submit import redis_database  # noqa: E402
 
 from indexnow_django.debounce import _CLAIM_SCRIPT, EXPIRY_SLACK, _digests  # noqa: E402
 
@@ -108,20 +107,7 @@ def main() -> None:
     parser.add_argument("--redis", help="a redis:// URL of a database to flush and use")
     args = parser.parse_args()
 
-    import redis
-
-    server = None
-    redis_url = args.redis
-    if redis_url is None:
-        server, redis_url, redis_dir = start_redis()
-    conn = redis.Redis.from_url(redis_url)
-    for _ in range(100):
-        try:
-            conn.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    try:
+    with redis_database(args.redis) as (conn, _):
         urls = [f"https://www.example.com/articles/{n}/" for n in range(args.urls)]
         batches = [_digests(urls[i : i + BATCH]) for i in range(0, len(urls), BATCH)]
         del urls
@@ -132,13 +118,6 @@ def main() -> None:
             per_million = seconds * 1_000_000 / args.urls
             per_batch = seconds * 1000 / len(batches)
             print(f"{name:<12} {per_million:>25.2f} {per_batch:>13.1f}")
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(5)
-            shutil.rmtree(redis_dir, ignore_errors=True)
-        else:
-            conn.flushdb()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ machine: the engine listens on 127.0.0.1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -41,7 +42,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -140,20 +143,43 @@ def measure(command: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     return elapsed, (peak or usage.ru_maxrss) // 1024, out
 
 
-def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        sys.exit("redis-server not found: install it, or pass --redis redis://host:port/db")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    workdir = tempfile.mkdtemp(prefix="indexnow-bench-redis-")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    return proc, f"redis://127.0.0.1:{port}/0", workdir
+@contextlib.contextmanager
+def redis_database(url: str | None) -> Iterator[tuple[Any, str]]:
+    """A Redis connection and its URL: a redis-server of its own (stopped at the end), or the
+    database ``url`` names (flushed at the end). Waits until it answers."""
+    import redis
+
+    server = None
+    if url is None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            sys.exit("redis-server not found: install it, or pass --redis redis://host:port/db")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        workdir = tempfile.mkdtemp(prefix="indexnow-bench-redis-")
+        server = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+    conn = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            conn.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    try:
+        yield conn, url
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(5)
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            conn.flushdb()
 
 
 def main() -> None:
@@ -177,19 +203,8 @@ def main() -> None:
         worker_flush(args.worker_flush)
         return
 
-    import redis
-
-    server = None
-    redis_url = args.redis
-    if redis_url is None:
-        server, redis_url, redis_dir = start_redis()
-    conn = redis.Redis.from_url(redis_url)
-    for _ in range(100):
-        try:
-            conn.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
+    stack = contextlib.ExitStack()
+    conn, redis_url = stack.enter_context(redis_database(args.redis))
 
     workdir = Path(tempfile.mkdtemp(prefix="indexnow-bench-"))
     path = workdir / "urls.txt"
@@ -247,12 +262,7 @@ def main() -> None:
     finally:
         path.unlink()
         workdir.rmdir()
-        if server is not None:
-            server.terminate()
-            server.wait(5)
-            shutil.rmtree(redis_dir, ignore_errors=True)
-        else:
-            conn.flushdb()
+        stack.close()
 
     on, off = results["debounce on"], results["debounce off"]
     best, median = min(flushes), statistics.median(flushes)
