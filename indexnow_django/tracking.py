@@ -889,34 +889,8 @@ def _hook_loading(tracked: Mapping[type[models.Model], _Info]) -> None:
 def _loading_hook(
     loader: Callable[..., models.Model], mutable: frozenset[str]
 ) -> Callable[..., models.Model]:
-    if loader is _DJANGO_FROM_DB and _INLINE_FROM_DB and not mutable:
-        # Django's own ``from_db`` (its body is the same from 5.2 to 6.1) done here
-        # rather than called: a call less per object, on every page that lists
-        # tracked objects. A row with deferred fields goes through Django's own.
-        def inline(
-            cls: type[models.Model],
-            db: str | None,
-            field_names: Any,
-            values: Any,
-            *,
-            fetch_mode: Any = None,
-        ) -> models.Model:
-            if len(values) != len(cls._meta.concrete_fields):
-                return _deferred_row(loader, cls, db, field_names, values, fetch_mode)
-            obj = cls(*values)
-            state = obj._state
-            state.adding = False
-            state.db = db
-            if fetch_mode is not None:
-                state.fetch_mode = fetch_mode
-            state.indexnow_row = values  # type: ignore[attr-defined]
-            return obj
-
-        return _mark_hook(inline, loader, mutable)
-
-    # A model's own ``from_db``, or one with fields that can change in place.
-    # Django 6.1 passes ``fetch_mode=``; an older override may not take it, and
-    # then it is not passed on (Django itself does the same).
+    # Django 6.1 passes ``fetch_mode=``; a model's own older override may not take
+    # it, and then it is not passed on (Django itself does the same).
     passes_options = func_supports_parameter(loader, "fetch_mode") or func_accepts_kwargs(loader)
 
     def from_db(
@@ -940,30 +914,41 @@ def _loading_hook(
         )
         return obj
 
-    return _mark_hook(from_db, loader, mutable)
+    if not (loader is _DJANGO_FROM_DB and _INLINE_FROM_DB and not mutable):
+        # A model's own ``from_db``, or one with fields that can change in place.
+        return _mark_hook(from_db, loader, mutable)
+
+    # Django's own ``from_db`` (its body is the same from 5.2 to 6.1) done here rather
+    # than called: a call less per object, on every page that lists tracked objects.
+    # A row with deferred fields goes through the call above.
+    def inline(
+        cls: type[models.Model],
+        db: str | None,
+        field_names: Any,
+        values: Any,
+        *,
+        fetch_mode: Any = None,
+    ) -> models.Model:
+        if len(values) != len(cls._meta.concrete_fields):
+            if fetch_mode is None:
+                return from_db(cls, db, field_names, values)
+            return from_db(cls, db, field_names, values, fetch_mode=fetch_mode)
+        obj = cls(*values)
+        state = obj._state
+        state.adding = False
+        state.db = db
+        if fetch_mode is not None:
+            state.fetch_mode = fetch_mode
+        state.indexnow_row = values  # type: ignore[attr-defined]
+        return obj
+
+    return _mark_hook(inline, loader, mutable)
 
 
 #: Django's own ``Model.from_db``, as a function, and whether the hook may do its work
 #: itself: on the versions whose ``from_db`` it matches (a test compares the objects).
 _DJANGO_FROM_DB = models.Model.from_db.__func__  # type: ignore[attr-defined]
 _INLINE_FROM_DB = django.VERSION[:2] in {(5, 2), (6, 0), (6, 1)}
-
-
-def _deferred_row(
-    loader: Callable[..., models.Model],
-    cls: type[models.Model],
-    db: str | None,
-    field_names: Any,
-    values: Any,
-    fetch_mode: Any,
-) -> models.Model:
-    """Django's ``from_db`` for a row with deferred fields, keeping the values by attname."""
-    if fetch_mode is None:
-        obj = loader(cls, db, field_names, values)
-    else:
-        obj = loader(cls, db, field_names, values, fetch_mode=fetch_mode)
-    obj._state.indexnow_row = dict(zip(field_names, values, strict=True))  # type: ignore[attr-defined]
-    return obj
 
 
 def _mark_hook(
