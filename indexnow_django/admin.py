@@ -13,7 +13,7 @@ response.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
@@ -33,6 +33,7 @@ from django.utils.translation import ngettext
 from .conf import IndexNowSettings, get_settings
 from .entries import read_pasted
 from .models import Delivery
+from .runs import send_urls
 
 if TYPE_CHECKING:
     from django.db.models import Model
@@ -61,28 +62,6 @@ OUTCOME_COLOURS = {
 
 #: Seconds the detail page waits for Redis when it looks a job up.
 JOB_LOOKUP_TIMEOUT = 1.0
-
-
-def send_urls(
-    urls: Iterable[str],
-    *,
-    conf: IndexNowSettings,
-    response: HttpResponseBase | None = None,
-    force: bool = True,
-) -> int:
-    """Hand ``urls`` to delivery (``force``: ignoring the debounce store); return how many.
-
-    One flush per ``BATCH["MAX_URLS"]`` URLs, so a large selection makes
-    several jobs rather than one huge one. With ``response``, a synchronous
-    send runs after it has gone out.
-    """
-    from .dispatch import dispatch
-    from .submitter import chunked
-
-    seen: dict[str, None] = dict.fromkeys(url for url in urls if url)
-    for chunk in chunked(seen, conf.max_urls):
-        dispatch(chunk, force=force, response=response)
-    return len(seen)
 
 
 def _how_sent(conf: IndexNowSettings) -> str:

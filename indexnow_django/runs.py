@@ -1,0 +1,400 @@
+"""A submission run: entries in, batches per host out, each URL counted by what became of it.
+
+:class:`SubmissionRun` takes the entries a person gave (read by
+:mod:`indexnow_django.entries` and :mod:`indexnow_django.sources`), checks
+each, drops duplicates, fills one buffer per host and, once a buffer holds
+``BATCH["MAX_URLS"]`` URLs (and at the end), hands it on: listed for a dry
+run, queued as a job (:mod:`indexnow_django.queue`), or sent from this process
+with :func:`~indexnow_django.submitter.deliver_now`, retried after the delays
+:meth:`~indexnow_django.client.RetryPolicy.plan` gives (``--sync``, or when the
+queue cannot take a job). Its :class:`Counts` tell the truth about every URL.
+
+What a person sees of it goes through a :class:`Reporter`: ``manage.py
+indexnow_submit`` prints it, another caller may keep it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .client import IndexNowClient, Outcome, PostResult, excerpt
+from .conf import IndexNowSettings
+from .entries import Entry, Ready
+from .normalize import (
+    InvalidURL,
+    foreign_host_reason,
+    host_of,
+    normalize_entry,
+    normalize_url,
+)
+
+if TYPE_CHECKING:
+    from django.http import HttpResponseBase
+
+__all__ = ["Counts", "Reporter", "SubmissionRun", "send_urls"]
+
+_STATE = {Outcome.ACCEPTED: "accepted", Outcome.RETRY: "failed", Outcome.REJECTED: "rejected"}
+_RANK = {"accepted": 0, "not_sent": 1, "failed": 2, "rejected": 3}
+
+
+@dataclass
+class Counts:
+    read: int = 0
+    valid: int = 0
+    invalid: int = 0
+    duplicates: int = 0
+    debounced: int = 0
+    queued: int = 0
+    jobs: int = 0
+    #: Sent from this process because the queue could not take the job.
+    fallback: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    failed: int = 0
+    #: Not sent: ``--dry-run``, or ``DRY_RUN`` in the settings.
+    not_sent: int = 0
+
+
+class Reporter:
+    """What a run tells as it goes; this one keeps quiet. ``level``: the verbosity from
+    which a line is worth showing (1 normally, 2 for details)."""
+
+    def line(self, text: str, level: int = 1) -> None:
+        """Something done (a batch listed, queued, retried)."""
+
+    def warning(self, text: str) -> None:
+        """Something that went other than asked (the queue is down)."""
+
+    def invalid(self, entry: Entry, reason: str, count: int) -> None:
+        """``entry`` is skipped for ``reason``; ``count``: invalid entries so far."""
+
+    def answer(self, result: PostResult) -> None:
+        """An engine answered a POST sent from this process."""
+
+    def progress(self, force: bool = False) -> None:
+        """The counts moved (``force``: a batch was handed on)."""
+
+
+class SubmissionRun:
+    """One submission of many entries; see the module. ``live``: the reporter shows
+    progress, so it is told as the counts move, not only per batch."""
+
+    def __init__(
+        self,
+        conf: IndexNowSettings,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        sync: bool = False,
+        reporter: Reporter | None = None,
+        live: bool = False,
+    ) -> None:
+        self.conf = conf
+        self.force = force
+        self.dry_run = dry_run
+        self.sync = sync
+        self.reporter = reporter or Reporter()
+        self.live = live
+        self.counts = Counts()
+        #: What went wrong, one line per final answer that was not an acceptance.
+        self.failures: list[str] = []
+        #: What to do about the failures.
+        self.hint = "Run manage.py indexnow_check."
+        #: Set once the queue failed to take a job: the rest is sent from here.
+        self.queue_down = False
+        self._client: IndexNowClient | None = None
+
+    # ------------------------------------------------------------------ batching
+
+    def feed(self, entries: Iterable[Entry | Ready]) -> None:
+        """Check, buffer and hand on every entry; the last partial buffers too."""
+        conf = self.conf
+        base_url = conf.base_url
+        hosts = conf.hosts
+        max_urls = conf.max_urls
+        counts = self.counts
+        live = self.live
+        buffers: dict[str, dict[str, None]] = {}
+        for entry in entries:
+            if isinstance(entry, Ready):
+                self._take(buffers, entry.host, entry.urls)
+                continue
+            counts.read += 1
+            if entry.problem is not None:
+                self._invalid(entry, entry.problem)
+                continue
+            try:
+                if entry.typed:
+                    url = normalize_entry(entry.raw, base_url)
+                else:
+                    url = normalize_url(entry.raw, base_url)
+            except InvalidURL as exc:
+                self._invalid(entry, str(exc))
+                continue
+            host = host_of(url)
+            if host not in hosts:
+                self._invalid(entry, foreign_host_reason(host, hosts, base_url))
+                continue
+            counts.valid += 1
+            buffer = buffers.setdefault(host, {})
+            if url in buffer:
+                counts.duplicates += 1
+                continue
+            buffer[url] = None
+            if len(buffer) >= max_urls:
+                del buffers[host]
+                self._send(host, list(buffer))
+            elif live:
+                self.reporter.progress()
+        for host, buffer in buffers.items():
+            self._send(host, list(buffer))
+
+    def _take(self, buffers: dict[str, dict[str, None]], host: str, urls: list[str]) -> None:
+        """What :meth:`feed` does URL by URL, for valid ``urls`` of ``host``, a slice at a time."""
+        counts = self.counts
+        counts.read += len(urls)
+        counts.valid += len(urls)
+        max_urls = self.conf.max_urls
+        start = 0
+        while start < len(urls):
+            buffer = buffers.setdefault(host, {})
+            # At most the URLs that fill the buffer: it is sent once full, as in feed.
+            taken = urls[start : start + max_urls - len(buffer)]
+            start += len(taken)
+            before = len(buffer)
+            buffer.update(dict.fromkeys(taken))
+            counts.duplicates += len(taken) - (len(buffer) - before)
+            if len(buffer) >= max_urls:
+                del buffers[host]
+                self._send(host, list(buffer))
+        if self.live:
+            self.reporter.progress()
+
+    def _invalid(self, entry: Entry, reason: str) -> None:
+        self.counts.invalid += 1
+        self.reporter.invalid(entry, reason, self.counts.invalid)
+
+    def _send(self, host: str, urls: list[str]) -> None:
+        if self.dry_run:
+            self._dry_run(host, urls)
+        elif self.sync:
+            self._send_now(urls)
+        else:
+            self._enqueue(host, urls)
+        self.reporter.progress(force=True)
+
+    def _not_debounced(self, urls: list[str]) -> list[str]:
+        """``urls`` less those every engine accepted within the TTL (read-only look-up)."""
+        if self.force:
+            return urls
+        from .submitter import make_debounce
+
+        store = make_debounce(self.conf)
+        if not store.enabled:
+            return urls
+        wanted: set[str] = set()
+        for engine in self.conf.engines:
+            wanted.update(store.filter_new(engine, urls))
+        return [url for url in urls if url in wanted]
+
+    # ------------------------------------------------------------------ handing on
+
+    def _dry_run(self, host: str, urls: list[str]) -> None:
+        fresh = self._not_debounced(urls)
+        self.counts.debounced += len(urls) - len(fresh)
+        self.counts.not_sent += len(fresh)
+        engines = ", ".join(e.name for e in self.conf.engines)
+        self.reporter.line(
+            f"Would send {len(fresh)} URL(s) for {host} to {engines}"
+            + (f" ({len(urls) - len(fresh)} debounced)" if len(fresh) != len(urls) else "")
+        )
+        for url in fresh:
+            self.reporter.line(f"  {url}")
+
+    def _enqueue(self, host: str, urls: list[str]) -> None:
+        from .queue import enqueue_delivery, get_queue, new_batch_id
+
+        fresh = self._not_debounced(urls)
+        self.counts.debounced += len(urls) - len(fresh)
+        if not fresh:
+            return
+        batch_id = new_batch_id()
+        if self.queue_down:
+            self._send_now(fresh, batch_id=batch_id, fallback=True)
+            return
+        try:
+            queue = get_queue(self.conf)
+            job = enqueue_delivery(
+                queue,
+                fresh,
+                batch_id=batch_id,
+                force=self.force,
+                delay=self.conf.queue_delay,
+                conf=self.conf,
+            )
+        except Exception as exc:  # Redis down, full, read-only: the URLs go out from here
+            self.queue_down = True
+            self.reporter.warning(
+                f"The queue {self.conf.queue_name!r} cannot take jobs ({type(exc).__name__}: "
+                f"{excerpt(str(exc), 200)}): sending from this process instead."
+            )
+            self._send_now(fresh, batch_id=batch_id, fallback=True)
+            return
+        self.counts.jobs += 1
+        self.counts.queued += len(fresh)
+        if not queue.is_async and job.is_failed:
+            # A synchronous queue (ASYNC: False) ran the job here and then: its failure
+            # is this run's to tell.
+            self.counts.failed += len(fresh)
+            result = job.latest_result()
+            lines = str(result.exc_string if result is not None else "").strip().splitlines()
+            self.failures.append(f"job {job.id} failed: {excerpt(lines[-1] if lines else '-')}")
+        self.reporter.line(
+            f"Queued {len(fresh)} URL(s) for {host}: job {job.id}, batch {batch_id}", level=2
+        )
+
+    # ------------------------------------------------------------------ sending from here
+
+    def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
+        """Send ``urls`` from this process, retrying what the engines ask to be retried."""
+        from .jobs import rejection_hint
+        from .queue import new_batch_id
+        from .submitter import deliver_now, make_client
+
+        conf = self.conf
+        if self._client is None:
+            self._client = make_client(conf)
+        batch_id = batch_id or new_batch_id()
+        report = deliver_now(
+            urls,
+            force=self.force,
+            batch_id=batch_id,
+            conf=conf,
+            client=self._client,
+            normalized=True,
+        )
+        # Each engine's answers, and the attempt each came at, in order.
+        answers: dict[str, list[tuple[PostResult, int]]] = {}
+        attempt = 1
+        self._answers(report.results, attempt, answers)
+        retries = conf.retry.plan(report.retryable, attempt)
+        while retries:
+            delay = max(retry.delay for retry in retries)
+            attempt += 1
+            count = sum(len(retry.urls) for retry in retries)
+            self.reporter.line(
+                f"Retrying {count} URL(s) in {delay:g}s "
+                f"(attempt {attempt} of {conf.retry.max_attempts})"
+            )
+            time.sleep(delay)
+            pending: list[PostResult] = []
+            for retry in retries:
+                again = deliver_now(
+                    retry.urls,
+                    engines=[retry.engine.endpoint],
+                    force=self.force,
+                    batch_id=batch_id,
+                    conf=conf,
+                    client=self._client,
+                    normalized=True,
+                )
+                self._answers(again.results, attempt, answers)
+                pending.extend(again.retryable)
+            retries = conf.retry.plan(pending, attempt)
+
+        # Per URL, the worst of its engines' last answers.
+        finals = _last_answers(answers)
+        states: Counter[str] = Counter()
+        if len(answers) == 1 and len({state for state, _, _, _ in finals}) == 1:
+            # One engine, one kind of answer (a bulk run that went well): every URL it
+            # answered for has that state; its host batches hold distinct URLs.
+            states[finals[0][0]] = (
+                sum(len(last_for) for _, _, _, last_for in finals) if finals else 0
+            )
+        else:
+            outcome: dict[str, str] = {}
+            for state, _, _, last_for in sorted(finals, key=lambda final: _RANK[final[0]]):
+                outcome.update(dict.fromkeys(last_for, state))
+            states.update(outcome.values())
+        for _, result, tries, _ in finals:
+            if result.outcome is Outcome.REJECTED:
+                self.failures.append(result.message)
+                self.hint = rejection_hint(result.status, result.host, conf)
+            elif result.outcome is Outcome.RETRY:
+                self.failures.append(f"{result.message} after {tries} attempt(s)")
+        c = self.counts
+        c.debounced += len(urls) - sum(states.values())
+        if fallback:
+            c.fallback += len(urls)
+        for state, count in states.items():
+            setattr(c, state, getattr(c, state) + count)
+
+    def _answers(
+        self,
+        results: Iterable[PostResult],
+        attempt: int,
+        answers: dict[str, list[tuple[PostResult, int]]],
+    ) -> None:
+        for result in results:
+            self.reporter.answer(result)
+            answers.setdefault(result.engine.endpoint, []).append((result, attempt))
+
+
+def _last_answers(
+    answers: Mapping[str, list[tuple[PostResult, int]]],
+) -> list[tuple[str, PostResult, int, Collection[str]]]:
+    """The answers that are an engine's last for some URLs: ``(state, answer, attempt,
+    those URLs)``, engine by engine, in the order of the URLs they first answered."""
+    finals: list[tuple[str, PostResult, int, Collection[str]]] = []
+    for in_order in answers.values():
+        if all(attempt == 1 for _, attempt in in_order):
+            # No retry: each answer is the only one for its URLs (the host batches of
+            # one send hold distinct URLs).
+            finals.extend(
+                (_state(result), result, 1, result.urls) for result, _ in in_order if result.urls
+            )
+            continue
+        seen: set[str] = set()
+        mine: list[tuple[str, PostResult, int, Collection[str]]] = []
+        for result, attempt in reversed(in_order):
+            last_for = set(result.urls).difference(seen)
+            if last_for:
+                seen |= last_for
+                mine.append((_state(result), result, attempt, last_for))
+        if len(mine) > 1:  # retries answered some URLs and not others
+            position: dict[str, int] = {}
+            for result, _ in in_order:
+                for url in result.urls:
+                    position.setdefault(url, len(position))
+            mine.sort(key=lambda final: min(map(position.__getitem__, final[3])))
+        finals.extend(mine)
+    return finals
+
+
+def _state(result: PostResult) -> str:
+    return _STATE[result.outcome] if not result.dry_run else "not_sent"
+
+
+def send_urls(
+    urls: Iterable[str],
+    *,
+    conf: IndexNowSettings,
+    response: HttpResponseBase | None = None,
+    force: bool = True,
+) -> int:
+    """Hand checked ``urls`` to delivery as flushes (``force``: ignoring the debounce
+    store); return how many. One flush per ``BATCH["MAX_URLS"]`` URLs, so a large
+    selection makes several jobs rather than one huge one. With ``response`` (an
+    ``HttpResponse``), a synchronous send runs after it has gone out. The admin's
+    "Send again" and "Submit URLs" send so."""
+    from .dispatch import dispatch
+    from .submitter import chunked
+
+    seen: dict[str, None] = dict.fromkeys(url for url in urls if url)
+    for chunk in chunked(seen, conf.max_urls):
+        dispatch(chunk, force=force, response=response)
+    return len(seen)
