@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -56,7 +57,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         'From a checkout of the repository: python -m pip install -e ".[demo]"'
     )
 
-KEY = "demo-key-5f2a9c7e1b3d4a6f"
+#: A new key each run: a key printed anywhere (docs/demo.md shows one) is refused by the checks.
+KEY = f"demo-key-{secrets.token_hex(8)}"
 USER, PASSWORD = "admin", "admin"
 #: How long the demo listens before it says that the engine received nothing.
 QUIET_PERIOD = 1.5

@@ -69,6 +69,20 @@ DISPATCH_MODES = ("auto", "queue", "sync")
 
 KEY_RE = re.compile(r"^[A-Za-z0-9-]{8,128}$")
 
+#: The keys printed in the documentation. A site that copied one instead of
+#: making its own would publish a key anyone can read, so the checks refuse them
+#: (``tests/test_docs.py`` keeps this list in step with the pages).
+DOCUMENTED_KEYS = frozenset(
+    {
+        "0f5c1b2d3e4a5968778695a4b3c2d1e0",
+        "9d8c7b6a5f4e3d2c",
+        "9d8c7b6a5f4e3d2c1b0a",
+        "main-key-0123456789",
+        "blog-key-0123456789",
+        "demo-key-5f2a9c7e1b3d4a6f",
+    }
+)
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -294,6 +308,16 @@ KEY_HINT = "manage.py indexnow_key prints a new random key."
 ENGINES_HINT = "Known names: indexnow, bing, yandex, naver, seznam, yep."
 
 
+def _documented_key(where: str, key: Any) -> Iterator[Problem]:
+    if key in DOCUMENTED_KEYS:
+        yield Problem(
+            "indexnow.E020",
+            f"{where} is the example key from the documentation: anyone can read it, and the "
+            "engines would take submissions signed with it for yours.",
+            "Make your own with manage.py indexnow_key and put it in " + where + ".",
+        )
+
+
 def _rule_key(conf: Mapping[str, Any]) -> Iterator[Problem]:
     key = conf["KEY"]
     if key is None:
@@ -304,6 +328,8 @@ def _rule_key(conf: Mapping[str, Any]) -> Iterator[Problem]:
             "INDEXNOW['KEY'] must be 8 to 128 characters of A-Z, a-z, 0-9 and '-'.",
             KEY_HINT,
         )
+    else:
+        yield from _documented_key("INDEXNOW['KEY']", key)
 
 
 def _rule_key_location(conf: Mapping[str, Any]) -> Iterator[Problem]:
@@ -388,6 +414,8 @@ def _host_options(host: str, options: Any) -> Iterator[Problem]:
             f"{where}['KEY'] must be 8 to 128 characters of A-Z, a-z, 0-9 and '-'.",
             KEY_HINT,
         )
+    elif key is not None:
+        yield from _documented_key(f"{where}['KEY']", key)
     location = options.get("KEY_LOCATION")
     if location is not None and not _check_abs_url(location):
         yield Problem(

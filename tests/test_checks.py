@@ -91,6 +91,29 @@ def test_malformed_key(settings, key):
     ]
 
 
+def test_a_key_printed_in_the_docs_is_an_error(settings):
+    """A site that copied the quickstart's key instead of making one is told so."""
+    value = {**VALID, "KEY": "0f5c1b2d3e4a5968778695a4b3c2d1e0"}
+    assert errors_for(settings, value) == [
+        checks.Error(
+            "INDEXNOW['KEY'] is the example key from the documentation: anyone can read it, and "
+            "the engines would take submissions signed with it for yours.",
+            hint="Make your own with manage.py indexnow_key and put it in INDEXNOW['KEY'].",
+            id="indexnow.E020",
+        )
+    ]
+
+
+def test_a_per_host_key_printed_in_the_docs_is_an_error(settings):
+    value = {
+        **VALID,
+        "HOSTS": {"www.example.com": {}, "shop.example.com": {"KEY": "9d8c7b6a5f4e3d2c"}},
+    }
+    assert [(e.id, e.msg.split(" is ")[0]) for e in errors_for(settings, value)] == [
+        ("indexnow.E020", "INDEXNOW['HOSTS']['shop.example.com']['KEY']")
+    ]
+
+
 def test_bad_key_location(settings):
     assert errors_for(settings, {**VALID, "KEY_LOCATION": "/static/key.txt"}) == [
         checks.Error(

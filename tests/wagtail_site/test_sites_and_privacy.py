@@ -69,7 +69,7 @@ def test_each_site_gets_its_urls_with_its_key(tree: Tree, admin, engine, indexno
     indexnow_settings(
         HOSTS={
             "www.example.com": {"KEY": "www-key-0123456789"},
-            "blog.example.org": {"KEY": "blog-key-0123456789"},
+            "blog.example.org": {"KEY": "blog-site-key-0123456789"},
         }
     )
     # The same home page on a second host, and a blog with a root of its own.
@@ -95,7 +95,7 @@ def test_each_site_gets_its_urls_with_its_key(tree: Tree, admin, engine, indexno
         "https://blog.example.org/post-renamed/",
         "https://blog.example.org/post/",
     ]
-    assert [p.json["key"] for p in engine.posts] == ["blog-key-0123456789"]
+    assert [p.json["key"] for p in engine.posts] == ["blog-site-key-0123456789"]
 
 
 def test_bulk_actions_are_one_flush_per_request(tree: Tree, admin, engine) -> None:
