@@ -146,14 +146,51 @@ def test_the_wire_up_passes_the_system_checks(page, settings):
     from django.core import checks
 
     given = wire_up_settings((ROOT / page).read_text())
-    if str(given["INDEXNOW"]["KEY"]).startswith("<"):  # "<output of manage.py indexnow_key>"
+    key = str(given["INDEXNOW"]["KEY"])
+    # "<output of manage.py indexnow_key>", or an example key that the reader replaces:
+    # test_a_key_copied_from_the_docs_is_refused checks that it is.
+    if key.startswith("<") or key in conf.DOCUMENTED_KEYS:
         given["INDEXNOW"]["KEY"] = "0123456789abcdef0123456789abcdef"
     assert "CACHES" in given, f"{page}: the wire-up leaves out CACHES"
     for name in ("CACHES", "RQ_QUEUES", "RQ", "INDEXNOW"):
         if name in given:
             setattr(settings, name, given[name])
-    found = [m.id for m in checks.run_checks() if (m.id or "").startswith("indexnow.")]
+    found = [m.id for m in checks.run_checks(tags=["indexnow"])]
     assert found == [], f"{page}: its wire-up gives {found}"
+
+
+#: A key in the pages: the value of a "KEY" (also per host), a "key" in a POST body, a
+#: key= in a log line, the name of a key file.
+DOCS_KEY_RE = re.compile(
+    r"""["']KEY["']:\s*["']([^"'<]+)["']|"key":\s*"([^"]+)"|\bkey=([A-Za-z0-9-]{8,128})\b"""
+    r"|/([A-Za-z0-9-]*[0-9][A-Za-z0-9-]*)\.txt\b"
+)
+
+
+def keys_in_the_docs() -> set[str]:
+    found: set[str] = set()
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        for match in DOCS_KEY_RE.finditer(page.read_text()):
+            value = next(group for group in match.groups() if group)
+            if conf.KEY_RE.match(value):
+                found.add(value)
+    return found
+
+
+def test_every_key_printed_in_the_docs_is_refused_by_the_checks():
+    found = keys_in_the_docs()
+    assert "0f5c1b2d3e4a5968778695a4b3c2d1e0" in found  # the quickstart's
+    assert found - conf.DOCUMENTED_KEYS == set(), "add these to conf.DOCUMENTED_KEYS"
+
+
+def test_a_key_copied_from_the_docs_is_refused(settings):
+    from django.core import checks
+
+    given = wire_up_settings((DOCS / "quickstart.md").read_text())
+    for name in ("CACHES", "RQ_QUEUES", "RQ", "INDEXNOW"):
+        setattr(settings, name, given[name])
+    found = [m.id for m in checks.run_checks(tags=["indexnow"])]
+    assert found == ["indexnow.E020"]
 
 
 def test_the_quickstart_installs_the_app_before_running_its_commands():
@@ -182,3 +219,39 @@ def test_indexnow_key_runs_with_the_app_installed_and_no_settings_yet(tmp_path):
     result = run_django("indexnow_key", settings="quick_settings", path=(tmp_path,))
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"[0-9a-f]{32}\n", result.stdout)
+
+
+QUICKSTART = (DOCS / "quickstart.md").read_text()
+
+
+def test_the_quickstart_creates_the_tables_before_the_worker_runs():
+    assert "python manage.py migrate" in QUICKSTART
+    assert QUICKSTART.index("manage.py migrate") < QUICKSTART.index("manage.py rqworker")
+
+
+def test_the_quickstart_registration_imports_only_what_it_uses():
+    """Step 4 copied into an app with just a Post model must import."""
+    block = next(b for b in code_blocks(QUICKSTART, "python") if "# blog/indexnow.py" in b)
+    imported = re.search(r"from \.models import (.+)", block).group(1)
+    names = [name.strip() for name in imported.split(",")]
+    assert names == ["Post"]
+    for name in names:
+        assert f"register({name})" in block
+
+
+def test_the_quickstart_is_a_dry_run_until_it_says_to_go_live():
+    """Nothing can send before the reader has watched a dry run; every settings change
+    restarts the workers too."""
+    assert wire_up_settings(QUICKSTART)["INDEXNOW"]["DRY_RUN"] is True
+    steps = sections(QUICKSTART)
+    worker = next(body for title, body in steps.items() if "Run a worker" in title)
+    assert "restart the workers" in worker
+    live = list(steps)[-1]
+    assert "go live" in live
+    assert "restart the web processes and the workers" in steps[live]
+
+
+def test_the_quickstart_says_that_an_accepted_url_is_not_sent_again_for_10_minutes():
+    assert conf.DEFAULTS["DEBOUNCE"]["TTL"] == 600
+    assert "not sent to it again for 10 minutes" in QUICKSTART
+    assert "--force" in QUICKSTART
