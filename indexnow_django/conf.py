@@ -51,7 +51,13 @@ DEFAULTS: dict[str, Any] = {
     "ENABLED": True,
     "DRY_RUN": False,
     "DISPATCH": "auto",
-    "QUEUE": {"NAME": "default", "DELAY": 0, "TIMEOUT": 60, "FAILURE_TTL": 7 * 24 * 3600},
+    "QUEUE": {
+        "NAME": "default",
+        "DELAY": 0,
+        "TIMEOUT": 60,
+        "FAILURE_TTL": 7 * 24 * 3600,
+        "RESULT_TTL": 0,
+    },
     "RETRY": {
         "MAX_ATTEMPTS": 3,
         "BASE_DELAY": 60,
@@ -141,6 +147,8 @@ class IndexNowSettings:
     http_timeout: float
     history_enabled: bool = True
     history_retention_days: int = 14
+    #: Seconds rq keeps a finished delivery job and its result (0: not at all).
+    queue_result_ttl: int = 0
     #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
     base_url_setting: str | None = field(default=None, repr=False)
     hosts_setting: Any = field(default=None, repr=False)
@@ -475,6 +483,15 @@ def _rule_queue(conf: Mapping[str, Any]) -> Iterator[Problem]:
         hint="It is how long rq keeps a failed job in its failed job registry; "
         "the default, 604800, is 7 days.",
     )
+    yield from _number(
+        _path("QUEUE", "RESULT_TTL"),
+        queue["RESULT_TTL"],
+        minimum=0,
+        whole=True,
+        id="indexnow.E013",
+        hint="It is how long rq keeps a finished delivery job and its result; "
+        "0, the default, removes it at once (the history is in the database).",
+    )
     if conf["DISPATCH"] == "queue" and isinstance(name, str):
         rq_queues = getattr(django_settings, "RQ_QUEUES", {}) or {}
         if name not in rq_queues:
@@ -652,6 +669,7 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         queue_delay=conf["QUEUE"]["DELAY"],
         queue_timeout=conf["QUEUE"]["TIMEOUT"],
         queue_failure_ttl=conf["QUEUE"]["FAILURE_TTL"],
+        queue_result_ttl=conf["QUEUE"]["RESULT_TTL"],
         retry=RetryPolicy(
             max_attempts=retry["MAX_ATTEMPTS"],
             base_delay=retry["BASE_DELAY"],

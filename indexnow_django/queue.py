@@ -11,7 +11,9 @@ same rules:
   ``COMMIT_MODE`` says (:func:`get_queue`);
 * a job timeout in whole seconds, rounded up (:func:`job_timeout`), and a
   failed job kept for ``QUEUE["FAILURE_TTL"]`` seconds (:func:`failure_ttl`),
-  for delivery jobs and scheduled publications alike;
+  for delivery jobs and scheduled publications alike; a finished delivery job
+  and its result kept for ``QUEUE["RESULT_TTL"]`` seconds (none by default:
+  at 100 jobs a second rq's 500 seconds are half a gigabyte that nobody reads);
 * a due time rounded *up* to rq's whole seconds (:func:`due_at`), so that a
   job never runs before the moment it was given;
 * the ``job.meta`` keys of a delivery job and the batch id they share;
@@ -189,7 +191,8 @@ def enqueue_delivery(
     if engines is not None:
         kwargs["engines"] = [str(engine) for engine in engines]
     plural = "" if len(urls) == 1 else "s"
-    options = job_options(conf)
+    # What it did is in the history; rq keeps nothing of it once done, unless asked.
+    options = {**job_options(conf), "result_ttl": conf.queue_result_ttl}
     job: Job = queue.create_job(
         DELIVERY_FUNC,
         args=([str(url) for url in urls],),

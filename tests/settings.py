@@ -115,6 +115,9 @@ INDEXNOW = {
     # elsewhere, worker processes writing to the shared SQLite file would wait
     # for the test's own transaction.
     "HISTORY": {"ENABLED": False},
+    # Finished delivery jobs are kept for the tests that read them (the default
+    # keeps none); a test that sets QUEUE gets the default.
+    "QUEUE": {"RESULT_TTL": 600},
 }
 INDEXNOW.update(json.loads(os.environ.get("INDEXNOW_TEST_OVERRIDES", "{}")))
 

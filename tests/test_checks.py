@@ -387,6 +387,18 @@ def test_failure_ttl_defaults_to_a_week_and_is_on_the_settings(settings):
     assert get_settings().queue_timeout == 60
 
 
+@pytest.mark.parametrize("ttl", [-1, 3.5, "0", True, None])
+def test_result_ttl_is_a_whole_number_of_seconds(settings, ttl):
+    assert errors_for(settings, {**VALID, "QUEUE": {"RESULT_TTL": ttl}}) == [
+        checks.Error(
+            f"INDEXNOW['QUEUE']['RESULT_TTL'] must be a whole number of seconds >= 0, not {ttl!r}.",
+            hint="It is how long rq keeps a finished delivery job and its result; "
+            "0, the default, removes it at once (the history is in the database).",
+            id="indexnow.E013",
+        )
+    ]
+
+
 NON_FINITE_HINT = "NaN and infinity are not allowed: give a finite number."
 
 
@@ -397,6 +409,7 @@ NON_FINITE_HINT = "NaN and infinity are not allowed: give a finite number."
         ("QUEUE", "DELAY", "indexnow.E013"),
         ("QUEUE", "TIMEOUT", "indexnow.E013"),
         ("QUEUE", "FAILURE_TTL", "indexnow.E013"),
+        ("QUEUE", "RESULT_TTL", "indexnow.E013"),
         ("RETRY", "MAX_ATTEMPTS", "indexnow.E015"),
         ("RETRY", "BASE_DELAY", "indexnow.E015"),
         ("RETRY", "MULTIPLIER", "indexnow.E015"),

@@ -41,6 +41,24 @@ def test_every_job_gets_the_timeout_rounded_up_and_the_failure_ttl(indexnow_sett
     assert delivery.failure_ttl == publication.failure_ttl == 3600
 
 
+@pytest.mark.worker
+def test_a_finished_delivery_job_leaves_nothing_in_redis(
+    indexnow_settings, start_worker, engine, redis_conn
+):
+    overrides = {"DISPATCH": "queue", "QUEUE": {}}  # RESULT_TTL: its default, 0
+    indexnow_settings(**overrides)
+    start_worker(overrides)
+    dispatch(["/kept-nowhere/"])
+    [post] = engine.wait_for_posts(1)
+    assert post.urls == ["https://www.example.com/kept-nowhere/"]
+    deadline = time.monotonic() + 20
+    while redis_conn.keys("rq:job:*") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert redis_conn.keys("rq:job:*") == []
+    assert redis_conn.keys("rq:results:*") == []
+    assert redis_conn.zcard("rq:finished:default") == 0
+
+
 def test_a_due_time_is_never_early():
     assert rq_plumbing.due_at(100.0) == datetime.datetime(
         1970, 1, 1, 0, 1, 40, tzinfo=datetime.timezone.utc
