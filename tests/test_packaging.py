@@ -64,6 +64,44 @@ def test_the_wheel_names_the_project_urls_and_ships_no_tests(dists):
     assert "indexnow_django/py.typed" in names
 
 
+def test_the_wheel_says_what_the_project_is_for_on_a_package_index(dists):
+    with zipfile.ZipFile(dists["wheel"]) as archive:
+        (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = Parser().parsestr(archive.read(metadata_name).decode())
+    classifiers = metadata.get_all("Classifier") or []
+    for prefix in (
+        "Development Status :: ",
+        "Intended Audience :: ",
+        "Environment :: ",
+        "Topic :: ",
+    ):
+        assert any(c.startswith(prefix) for c in classifiers), f"no {prefix!r} classifier"
+    for version in ("5.2", "6.0", "6.1"):
+        assert f"Framework :: Django :: {version}" in classifiers
+    keywords = re.split(r"[,\s]+", metadata.get("Keywords") or "")
+    assert {"django", "indexnow"} <= set(keywords)
+
+
+def test_a_dependency_has_one_bound_wherever_it_is_named(dists):
+    """An extra that names a dependency again allows no other versions than the dependency."""
+    with zipfile.ZipFile(dists["wheel"]) as archive:
+        (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = Parser().parsestr(archive.read(metadata_name).decode())
+    bounds: dict[str, dict[str, str]] = {}
+    for requirement in metadata.get_all("Requires-Dist") or []:
+        spec, _, marker = requirement.partition(";")
+        extra = re.search(r"extra == \"(\w+)\"", marker)
+        name = re.match(r"[A-Za-z0-9_.-]+", spec).group(0).lower()
+        version = spec[len(name) :].strip()
+        if version:
+            bounds.setdefault(name, {})[extra.group(1) if extra else ""] = version
+    assert "redis" in bounds
+    for name, where in bounds.items():
+        if "" in where:
+            others = {extra: v for extra, v in where.items() if v != where[""]}
+            assert others == {}, f"{name}: dependencies say {where['']}"
+
+
 def test_the_readme_links_work_on_a_package_index_page():
     """A package index shows README.md alone: relative links to files would break."""
     readme = (ROOT / "README.md").read_text()
