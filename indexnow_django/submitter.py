@@ -83,13 +83,6 @@ class DeliveryReport:
     def debounced_count(self) -> int:
         return sum(self.debounced.values())
 
-    def merge(self, other: DeliveryReport) -> None:
-        self.results.extend(other.results)
-        for name, count in other.debounced.items():
-            self.debounced[name] = self.debounced.get(name, 0) + count
-        self.dropped.extend(other.dropped)
-        self.gone |= other.gone
-
 
 def clean_urls(
     urls: Iterable[str], conf: IndexNowSettings

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +63,6 @@ def published(slug: str = "hello", **fields: Any) -> Post:
 
 def draft(slug: str = "draft", **fields: Any) -> Post:
     return Post.objects.create(title=slug.title(), slug=slug, status=Post.DRAFT, **fields)
-
-
-@pytest.fixture
-def quiet(engine: Any) -> Iterator[None]:
-    """Forget what the engine received while the test set things up."""
-    yield
-    engine.reset()
 
 
 # Registration -----------------------------------------------------------------
@@ -160,7 +152,7 @@ def test_saved_public_object_sends_its_url(engine: Any) -> None:
     assert sent(engine) == [[f"{BASE}/posts/hello/"], [f"{BASE}/posts/hello/"]]
 
 
-def test_changed_slug_sends_old_and_new_urls(engine: Any, quiet: None) -> None:
+def test_changed_slug_sends_old_and_new_urls(engine: Any) -> None:
     post = published("old-slug")
     engine.reset()
     post.slug = "new-slug"
@@ -225,7 +217,7 @@ def test_publishing_a_draft_sends_only_its_public_url(engine: Any) -> None:
     assert sent(engine) == [[f"{BASE}/posts/public-slug/"]]
 
 
-def test_a_change_outside_fields_sends_nothing(engine: Any, quiet: None) -> None:
+def test_a_change_outside_fields_sends_nothing(engine: Any) -> None:
     post = published("counted")
     engine.reset()
     post.views += 1
@@ -643,7 +635,7 @@ def article(url: str, *on: Site, **fields: Any) -> Article:
 
 
 def test_a_change_of_public_state_counts_whatever_fields_says(
-    engine: Any, quiet: None, sites: tuple[Site, Site]
+    engine: Any, sites: tuple[Site, Site]
 ) -> None:
     en, _fr = sites
     page = article("/about/", en)
@@ -680,7 +672,7 @@ def test_a_change_of_publish_time_counts_whatever_fields_says(engine: Any) -> No
 
 
 def test_removing_a_relation_sends_the_url_that_disappeared(
-    engine: Any, quiet: None, sites: tuple[Site, Site]
+    engine: Any, sites: tuple[Site, Site]
 ) -> None:
     en, fr = sites
     page = article("/contact/", en, fr)
@@ -699,7 +691,7 @@ def test_removing_a_relation_sends_the_url_that_disappeared(
 
 
 def test_a_url_change_with_a_relation_change_sends_only_urls_that_existed(
-    engine: Any, quiet: None, sites: tuple[Site, Site]
+    engine: Any, sites: tuple[Site, Site]
 ) -> None:
     """What the admin does: save the object, then its m2m fields, in one transaction."""
     en, fr = sites
@@ -713,7 +705,7 @@ def test_a_url_change_with_a_relation_change_sends_only_urls_that_existed(
 
 
 def test_a_rolled_back_change_inside_a_transaction_sends_nothing(
-    engine: Any, quiet: None, sites: tuple[Site, Site]
+    engine: Any, sites: tuple[Site, Site]
 ) -> None:
     en, fr = sites
     page = article("/kept/", en)
