@@ -252,13 +252,12 @@ def _rejected(
     attempt: int,
     conf: IndexNowSettings,
 ) -> SubmissionRejected:
-    first = rejected[0]
-    parts = [f"{_describe(r)}. {rejection_hint(r.status, r.host, conf)}" for r in rejected]
-    parts += [
-        f"{_describe(r)} (not retried: attempt {attempt} of {conf.retry.max_attempts})"
-        for r in exhausted
-    ]
-    message = f"IndexNow batch {batch_id} was rejected: " + " ".join(parts)
+    message = f"IndexNow batch {batch_id} was rejected"
+    if exhausted:
+        message += f" (attempt {attempt} of {conf.retry.max_attempts})"
+    hints = dict.fromkeys(rejection_hint(r.status, r.host, conf) for r in rejected)
+    if len(hints) > 1:  # a hint that names a key file says the general one too
+        hints.pop(rejection_hint(None, "", conf), None)
     for result in rejected:
         logger.error(
             "IndexNow rejected batch=%s engine=%s host=%s count=%d status=%s: %s",
@@ -269,9 +268,7 @@ def _rejected(
             result.status,
             result.message,
         )
-    return SubmissionRejected(
-        message, engine=first.engine.name, status=first.status, host=first.host
-    )
+    return SubmissionRejected(message, results=[*rejected, *exhausted], hint=" ".join(hints))
 
 
 def _exhausted(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import pickle
 import re
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from rq import requeue_job
 from rq.worker import Worker as RQWorker
 
 from indexnow_django.dispatch import dispatch
+from indexnow_django.exceptions import SubmissionRejected
 from indexnow_django.jobs import deliver
 from indexnow_django.queue import META_ATTEMPT, META_BATCH_ID
 from indexnow_django.testing import LoopbackEngine, Reply
@@ -226,6 +228,46 @@ def test_other_final_rejections_fail_without_key_url(
     assert f"answered {status}" in text
     assert "Run manage.py indexnow_check" in text
     assert ".txt" not in text
+
+
+def test_a_rejection_carries_every_answer_that_failed_the_job_and_prints_them(
+    engine, indexnow_settings
+):
+    """Two engines reject, a third asks for a retry at the last attempt: the error holds
+    the three answers, each one quoted in its message, and survives pickling."""
+    with LoopbackEngine() as second, LoopbackEngine() as third:
+        indexnow_settings(
+            ENGINES=[engine.url, second.url, third.url],
+            RETRY={**FAST_RETRY, "MAX_ATTEMPTS": 2},
+        )
+        engine.queue_replies(Reply(403, body="UserForbiddedToAccessSite"))
+        second.queue_replies(Reply(422, body="UrlsNotOnThisHost"))
+        third.queue_replies(Reply(503, body="BusyTryLater"))
+        with pytest.raises(SubmissionRejected) as caught:
+            deliver([A, B], batch_id="b1", attempt=2)
+        endpoints = [engine.url, second.url, third.url]
+
+    error = caught.value
+    answers = {r.engine.endpoint: (r.status, r.host, r.urls) for r in error.results}
+    assert answers == {
+        endpoints[0]: (403, "www.example.com", (A, B)),
+        endpoints[1]: (422, "www.example.com", (A, B)),
+        endpoints[2]: (503, "www.example.com", (A, B)),
+    }
+    assert [r.status for r in error.results][-1] == 503  # the rejections first
+    assert (error.engine, error.status, error.host) == (
+        error.results[0].engine.name,
+        error.results[0].status,
+        "www.example.com",
+    )
+    text = str(error)
+    assert text.startswith("IndexNow batch b1 was rejected (attempt 2 of 2): ")
+    for quoted in ("UserForbiddedToAccessSite", "UrlsNotOnThisHost", "BusyTryLater"):
+        assert quoted in text
+    assert "answered 503 (Service Unavailable): BusyTryLater (not retried). Run manage.py" in text
+    assert text.count("Run manage.py indexnow_check") == 1
+    assert "https://www.example.com/test…6789.txt" in text and KEY not in text
+    assert str(pickle.loads(pickle.dumps(error))) == text
 
 
 def test_two_engines_retry_only_the_one_that_answered_429(
