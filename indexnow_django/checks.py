@@ -69,8 +69,9 @@ def check_queue_wiring(
     ``indexnow.W001``: ``RQ["WORKER_CLASS"]`` does not run each job in a unit
     of work, so saves made by jobs are not submitted (or it cannot be
     imported, so no worker starts: :class:`StopsDelivery`).
-    ``indexnow.W002``: the debounce cache is local to each process (LocMem) or
-    keeps nothing (Dummy), so workers cannot tell what another one sent.
+    ``indexnow.W002``: the debounce cache is local to each process (LocMem),
+    and rq forks a new process for each job, or keeps nothing (Dummy): either
+    way no job sees what an earlier one sent.
     """
     conf = _queue_dispatch()
     if conf is None:
@@ -98,13 +99,16 @@ def check_queue_wiring(
     if conf.debounce_ttl > 0:
         cache = caches[conf.debounce_cache]
         if isinstance(cache, (LocMemCache, DummyCache)):
-            kind = "keeps nothing" if isinstance(cache, DummyCache) else "is local to each process"
+            kind = (
+                "keeps nothing"
+                if isinstance(cache, DummyCache)
+                else "is local to each process, and rq's worker runs each job in a new process"
+            )
             messages.append(
                 checks.Warning(
                     f"INDEXNOW['DEBOUNCE']['CACHE'] is {conf.debounce_cache!r} "
-                    f"({type(cache).__name__}), which {kind}: workers cannot tell which URLs "
-                    "another one has sent, so an engine may receive a URL again within "
-                    "DEBOUNCE['TTL'].",
+                    f"({type(cache).__name__}), which {kind}: nothing is debounced, even with "
+                    "a single worker, so an engine receives a URL again at every save.",
                     hint="Point DEBOUNCE['CACHE'] at a cache that workers share, such as "
                     "Django's RedisCache.",
                     id="indexnow.W002",

@@ -300,9 +300,8 @@ def test_synchronous_queue_does_not_retry_the_job_fails(
 
 def cache_warning(alias: str, backend: str, kind: str) -> checks.Warning:
     return checks.Warning(
-        f"INDEXNOW['DEBOUNCE']['CACHE'] is {alias!r} ({backend}), which {kind}: workers cannot "
-        "tell which URLs another one has sent, so an engine may receive a URL again within "
-        "DEBOUNCE['TTL'].",
+        f"INDEXNOW['DEBOUNCE']['CACHE'] is {alias!r} ({backend}), which {kind}: nothing is "
+        "debounced, even with a single worker, so an engine receives a URL again at every save.",
         hint="Point DEBOUNCE['CACHE'] at a cache that workers share, such as Django's RedisCache.",
         id="indexnow.W002",
     )
@@ -311,7 +310,11 @@ def cache_warning(alias: str, backend: str, kind: str) -> checks.Warning:
 def test_check_local_cache_with_queue_dispatch(indexnow_settings):
     indexnow_settings(DISPATCH="queue")
     assert check_queue_wiring() == [
-        cache_warning("default", "LocMemCache", "is local to each process")
+        cache_warning(
+            "default",
+            "LocMemCache",
+            "is local to each process, and rq's worker runs each job in a new process",
+        )
     ]
 
 

@@ -13,6 +13,7 @@ from rq.worker import Worker as RQWorker
 
 from indexnow_django import worker as worker_module
 from indexnow_django.checks import check_queue_wiring
+from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
 from indexnow_django.queue import META_BATCH_ID
 from tests.rqhelpers import (
@@ -67,6 +68,25 @@ def test_without_the_worker_class_each_save_is_sent_on_its_own(engine, start_wor
     wait_for_status(redis_conn, [job.id], ["finished"])
     posts = engine.wait_for_posts(3)
     assert [post.urls for post in posts] == [[url] for url in URLS]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_local_memory_cache_debounces_nothing_even_with_one_worker(
+    engine, start_worker, indexnow_settings, redis_conn
+):
+    """What indexnow.W002 says: each job runs in a new process, with an empty LocMem cache."""
+    settings = {"DISPATCH": "queue"}  # tests.settings' "default" cache is a LocMemCache
+    indexnow_settings(**settings)
+    [warning] = [m for m in check_queue_wiring() if m.id == "indexnow.W002"]
+    assert "even with a single worker" in warning.msg
+    start_worker(settings)
+    for edit in range(1, 4):
+        dispatch(["/edited-three-times/"])
+        engine.wait_for_posts(edit)
+    assert [post.urls for post in engine.posts] == [
+        ["https://www.example.com/edited-three-times/"]
+    ] * 3
 
 
 @pytest.mark.worker
