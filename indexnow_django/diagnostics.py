@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import logging
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -40,6 +40,7 @@ __all__ = [
     "Status",
     "check_key_file",
     "diagnose",
+    "network_cause",
 ]
 
 #: Section ids in the order they are shown, with their titles.
@@ -225,6 +226,48 @@ def _count_own_jobs(queue: Any, job_ids: Sequence[str]) -> int | None:
 # --------------------------------------------------------------------------- key files
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps: requests wraps urllib3's error, which wraps the socket's."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 20:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        wrapped = [getattr(current, "reason", None), current.__cause__, current.__context__]
+        wrapped.extend(current.args)
+        todo.extend(item for item in wrapped if isinstance(item, BaseException))
+
+
+def network_cause(exc: BaseException, timeout: float) -> str:
+    """What went wrong in a request that got no answer, in words (``connection refused``)."""
+    import ssl
+
+    causes = list(_causes(exc))
+
+    def found(*kinds: type[BaseException]) -> BaseException | None:
+        return next((cause for cause in causes if isinstance(cause, kinds)), None)
+
+    if found(ConnectionRefusedError):
+        return "connection refused (nothing listens at that address and port)"
+    if found(socket.gaierror):
+        return "the host name does not resolve (DNS)"
+    if found(requests.Timeout, TimeoutError, socket.timeout):
+        return f"no answer within {timeout:g}s (timeout)"
+    if found(ConnectionResetError, ConnectionAbortedError):
+        return "the connection was reset"
+    tls = found(requests.exceptions.SSLError, ssl.SSLError)
+    if tls is not None:
+        return f"TLS failed ({excerpt(str(tls), 120)})"
+    unreachable = found(OSError)
+    strerror = getattr(unreachable, "strerror", None)
+    if strerror:
+        return str(strerror).lower()
+    return f"{type(exc).__name__}: {excerpt(str(exc), 160)}"
+
+
 def check_key_file(
     url: str, key: str, timeout: float
 ) -> tuple[Status, str, str | None, dict[str, Any]]:
@@ -243,11 +286,14 @@ def check_key_file(
             headers={"User-Agent": USER_AGENT, "Accept": "text/plain"},
         )
     except requests.RequestException as exc:
-        data["error"] = str(exc)
+        cause = network_cause(exc, timeout)
+        data.update(error=str(exc), cause=cause)
+        site = urlsplit(url)
         return (
             Status.FAIL,
-            f"key file {url} could not be fetched: {excerpt(str(exc), 200)}",
-            offline_hint,
+            f"key file {url} could not be fetched: {cause}",
+            f"Is the site running at {site.scheme}://{site.netloc}? That is where BASE_URL (or "
+            "KEY_LOCATION) puts the key file. " + offline_hint,
             data,
         )
     status = response.status_code

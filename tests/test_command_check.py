@@ -339,8 +339,29 @@ def test_key_file_server_down_fails(indexnow_settings: Callable[..., Any], run_c
     output, error = run_check()
 
     assert error is not None
-    assert f"key file http://127.0.0.1:{port}/test…6789.txt could not be fetched" in str(error)
-    assert "--offline" in line(output, "hint:", "offline")
+    assert (
+        f"key file http://127.0.0.1:{port}/test…6789.txt could not be fetched: connection refused "
+        "(nothing listens at that address and port)"
+    ) in line(output, "FAIL", "could not be fetched")
+    assert "NewConnectionError" not in output
+    hint = line(output, "hint:", "offline")
+    assert f"Is the site running at http://127.0.0.1:{port}? That is where BASE_URL" in hint
+    assert "--offline" in hint
+
+
+def test_key_file_that_never_answers_says_timeout(
+    indexnow_settings: Callable[..., Any], run_check: Any, silent_redis: int
+) -> None:
+    indexnow_settings(
+        KEY_LOCATION=f"http://127.0.0.1:{silent_redis}/{KEY}.txt", HTTP={"TIMEOUT": 0.5}
+    )
+
+    output, error = run_check()
+
+    assert error is not None
+    assert "could not be fetched: no answer within 0.5s (timeout)" in line(
+        output, "FAIL", "could not be fetched"
+    )
 
 
 def test_key_file_served_as_html_warns(
