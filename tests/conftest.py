@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite.
 
-The loopback engine and the redis-server are started by ``tests.settings``
-(see ``tests/services.py``); the fixtures here reset them between tests.
+The loopback engine and the redis-server are started by the test session
+(``tests/plugin.py``, ``tests/services.py``); the fixtures here reset them
+between tests.
 """
 
 from __future__ import annotations

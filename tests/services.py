@@ -1,11 +1,16 @@
 """Real services for the test suite: a redis-server and a loopback engine.
 
-Both are started once, by the pytest process, when ``tests.settings`` is first
-imported, and their addresses are exported in the environment so that worker
-processes started by the tests (which import the same settings) reach the same
-Redis and post to the same engine, where the tests read what arrived.
+The test session starts them (``tests/plugin.py``, before pytest-django reads
+the settings), with the database the run uses, and exports their addresses in
+the environment: ``tests.settings`` only reads them there, so worker processes
+started by the tests (which import the same settings) and a project run by
+Django's test runner from a test reach the same Redis and post to the same
+engine, where the tests read what arrived.
 
 ``REDIS_URL`` set by the caller wins: then no redis-server is started.
+``python -m tests.services COMMAND...`` runs a command with the services
+started, as the suite would (``python -m tests.services python -m django shell
+--settings tests.settings``).
 """
 
 from __future__ import annotations
@@ -155,6 +160,37 @@ def redis_process() -> subprocess.Popen[bytes] | None:
     return _redis_server.proc if _redis_server is not None else None
 
 
+def start() -> None:
+    """Start what a run of the suite needs, unless a parent process did (see the module)."""
+    ensure_redis()
+    ensure_engine()
+    if os.environ.get("INDEXNOW_TEST_DATABASE", "sqlite") == "postgres":
+        ensure_postgres()
+    else:
+        ensure_database()
+
+
+def stop() -> None:
+    """Stop what :func:`start` started in this process."""
+    global _engine
+    if _engine is not None:
+        _engine.stop()
+        _engine = None
+    _stop_redis()
+
+
+def address(name: str) -> str:
+    """The value of the environment variable ``name`` that :func:`start` exported."""
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(
+            f"{name} is not set: the test settings read the addresses of the services that "
+            "the test session starts. Run the suite with python -m pytest, or a command with "
+            "python -m tests.services COMMAND..."
+        )
+    return value
+
+
 def ensure_engine() -> str:
     """The loopback engine's endpoint, starting it in this process if no parent did."""
     global _engine
@@ -255,3 +291,11 @@ def run_django(
         text=True,
         timeout=timeout,
     )
+
+
+if __name__ == "__main__":
+    start()
+    try:
+        sys.exit(subprocess.call(sys.argv[1:]) if sys.argv[1:] else 0)
+    finally:
+        stop()

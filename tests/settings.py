@@ -1,5 +1,9 @@
 """Settings of the test suite. Worker processes started by tests import them too.
 
+The addresses of Redis, the loopback engine and the database come from the
+environment, where the test session (``tests/plugin.py``) put them when it
+started the services; importing these settings starts nothing.
+
 The database is SQLite, or PostgreSQL on 127.0.0.1:5432 (user postgres, trust
 auth) with ``INDEXNOW_TEST_DATABASE=postgres``.
 
@@ -12,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 
-from tests.services import POSTGRES, ensure_database, ensure_engine, ensure_postgres, ensure_redis
+from tests.services import POSTGRES, address
 
 SECRET_KEY = "indexnow-django-tests"
 DEBUG = False
@@ -23,8 +27,8 @@ ROOT_URLCONF = "tests.urls"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SITE_ID = 1
 
-REDIS_URL = ensure_redis()
-ENGINE_URL = ensure_engine()
+REDIS_URL = address("REDIS_URL").rstrip("/")
+ENGINE_URL = address("INDEXNOW_TEST_ENGINE_URL")
 _DATABASE = os.environ.get("INDEXNOW_TEST_DATABASE", "sqlite")
 if _DATABASE not in ("sqlite", "postgres"):
     raise RuntimeError(f"INDEXNOW_TEST_DATABASE is 'sqlite' or 'postgres', not {_DATABASE!r}")
@@ -67,7 +71,7 @@ TEMPLATES = [
 STATIC_URL = "/static/"
 
 if _DATABASE == "postgres":
-    _PG_NAME = ensure_postgres()
+    _PG_NAME = address("INDEXNOW_TEST_PG_NAME")
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.postgresql",
@@ -78,7 +82,7 @@ if _DATABASE == "postgres":
         }
     }
 else:
-    _DB = ensure_database()
+    _DB = address("INDEXNOW_TEST_DB")
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",

@@ -1,4 +1,5 @@
-"""The package's modules import each other without a circle, and each imports on its own."""
+"""The package's modules import each other without a circle, and each imports on its own;
+the test settings import without starting anything."""
 
 from __future__ import annotations
 
@@ -108,3 +109,33 @@ def test_every_module_imports_in_a_fresh_interpreter():
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_importing_the_test_settings_starts_no_service():
+    """Outside a test session the settings start no redis-server and no engine: they say
+    where the addresses come from."""
+    script = (
+        "import os, pathlib\n"
+        "try:\n"
+        "    import tests.settings\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+        "me = str(os.getpid())\n"
+        "children = [p for p in pathlib.Path('/proc').glob('[0-9]*/stat')\n"
+        "            if p.read_text().rpartition(')')[2].split()[1] == me]\n"
+        "print('children', len(children))\n"
+    )
+    started = ("REDIS_URL", "INDEXNOW_TEST_ENGINE_URL", "INDEXNOW_TEST_DB", "INDEXNOW_TEST_PG_NAME")
+    env = {name: value for name, value in os.environ.items() if name not in started}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "REDIS_URL is not set" in result.stdout
+    assert "python -m pytest" in result.stdout
+    assert result.stdout.strip().endswith("children 0")
