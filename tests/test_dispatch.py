@@ -271,7 +271,7 @@ def sync_queue(redis_url: str) -> dict[str, Any]:
 
 
 def test_synchronous_queue_runs_the_job_at_flush(engine, indexnow_settings, redis_conn, redis_url):
-    indexnow_settings(DISPATCH="queue", QUEUE={"DELAY": 30})
+    indexnow_settings(DISPATCH="queue", QUEUE={"DELAY": 30, "RESULT_TTL": 600})
     with override_settings(RQ_QUEUES=sync_queue(redis_url)):
         dispatch(["/a/"], response=HttpResponse())
         assert engine.posted_urls() == [A]  # in the flush, DELAY ignored
