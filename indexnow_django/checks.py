@@ -11,7 +11,7 @@ No check reads the database: ``migrate`` runs them before it creates any table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core import checks
@@ -22,6 +22,7 @@ __all__ = [
     "MIDDLEWARE_PATH",
     "StopsDelivery",
     "check_debounce_cache",
+    "check_key_file_url",
     "check_queue_wiring",
     "check_settings",
     "check_wiring",
@@ -216,6 +217,58 @@ def check_debounce_cache(
     ]
 
 
+def _key_file_keys(conf: IndexNowSettings) -> list[str]:
+    """The keys whose file the site serves itself, at ``/<KEY>.txt``, without reading the
+    hosts that installed apps add (that may query the database)."""
+    keys = [conf.key] if conf.key_location is None else []
+    raw_hosts = conf.hosts_setting
+    if isinstance(raw_hosts, Mapping):
+        for options in raw_hosts.values():
+            options = options or {}
+            if options.get("KEY") and not options.get("KEY_LOCATION"):
+                keys.append(options["KEY"])
+    return list(dict.fromkeys(keys))
+
+
+def check_key_file_url(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``indexnow.W007``: ``/<KEY>.txt`` does not reach the key file view in ``ROOT_URLCONF``
+    (``include("indexnow_django.urls")`` is missing, or a pattern before it answers)."""
+    conf = _valid_settings()
+    if conf is None:
+        return []
+    from django.urls import Resolver404, resolve
+
+    from .masking import mask_key
+    from .views import key_file
+
+    messages: list[checks.CheckMessage] = []
+    for key in _key_file_keys(conf):
+        path = f"/{mask_key(key)}.txt"
+        try:
+            match = resolve(f"/{key}.txt")
+        except Resolver404:
+            found = "no URL pattern matches it"
+        except Exception:
+            return []  # a URLconf that cannot be loaded: Django's own checks say why
+        else:
+            if match.func is key_file:
+                continue
+            found = f"it is answered by {match._func_path}"
+        messages.append(
+            checks.Warning(
+                f"The key file URL {path} does not reach indexnow_django's key file view: "
+                f"{found}, so engines cannot verify the key and reject every submission.",
+                hint='Add path("", include("indexnow_django.urls")) to your ROOT_URLCONF, '
+                "before any catch-all pattern (outside i18n_patterns); or serve the file "
+                "yourself and set KEY_LOCATION.",
+                id="indexnow.W007",
+            )
+        )
+    return messages
+
+
 def register_checks() -> None:
     from .scheduling import check_scheduling  # indexnow.W003
 
@@ -223,4 +276,5 @@ def register_checks() -> None:
     checks.register(check_wiring, "indexnow")
     checks.register(check_queue_wiring, "indexnow")
     checks.register(check_debounce_cache, "indexnow")
+    checks.register(check_key_file_url, "indexnow", checks.Tags.urls)
     checks.register(check_scheduling, "indexnow")

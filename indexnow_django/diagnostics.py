@@ -65,6 +65,7 @@ CHECK_SECTIONS: dict[str, str] = {
     "indexnow.W004": "dispatch",
     "indexnow.W005": "dispatch",
     "indexnow.W006": "debounce",
+    "indexnow.W007": "hosts",
 }
 
 #: How many workers are listed one by one.

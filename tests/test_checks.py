@@ -7,7 +7,7 @@ from django.core import checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from indexnow_django.checks import check_settings
+from indexnow_django.checks import check_key_file_url, check_settings
 from indexnow_django.conf import get_settings
 from indexnow_django.exceptions import IndexNowConfigError
 from tests.services import run_django
@@ -583,3 +583,61 @@ def test_a_retry_delay_that_cannot_be_computed_is_refused(settings):
         )
     ]
     assert errors_for(settings, {**VALID, "RETRY": {"MAX_ATTEMPTS": 1000, "MULTIPLIER": 2}}) == []
+
+
+# The key file URL -------------------------------------------------------------
+
+
+def key_file_warning(found: str) -> checks.Warning:
+    return checks.Warning(
+        f"The key file URL /test…6789.txt does not reach indexnow_django's key file view: "
+        f"{found}, so engines cannot verify the key and reject every submission.",
+        hint='Add path("", include("indexnow_django.urls")) to your ROOT_URLCONF, before any '
+        "catch-all pattern (outside i18n_patterns); or serve the file yourself and set "
+        "KEY_LOCATION.",
+        id="indexnow.W007",
+    )
+
+
+def test_the_key_file_url_resolves_with_the_include(settings):
+    settings.INDEXNOW = VALID
+    assert check_key_file_url() == []
+
+
+def test_a_urlconf_without_the_include_is_a_warning(settings):
+    settings.INDEXNOW = VALID
+    settings.ROOT_URLCONF = "tests.urls_without_key_file"
+    assert check_key_file_url() == [key_file_warning("no URL pattern matches it")]
+
+
+def test_a_catch_all_before_the_include_is_a_warning(settings):
+    settings.INDEXNOW = VALID
+    settings.ROOT_URLCONF = "tests.urls_catch_all_first"
+    assert check_key_file_url() == [
+        key_file_warning("it is answered by tests.urls_catch_all_first.catch_all")
+    ]
+
+
+def test_a_key_location_elsewhere_needs_no_route(settings):
+    settings.INDEXNOW = {**VALID, "KEY_LOCATION": "https://cdn.example.com/key.txt"}
+    settings.ROOT_URLCONF = "tests.urls_without_key_file"
+    assert check_key_file_url() == []
+
+
+def test_each_per_host_key_is_resolved(settings):
+    settings.INDEXNOW = {
+        **VALID,
+        "KEY_LOCATION": "https://cdn.example.com/key.txt",
+        "HOSTS": {"www.example.com": {}, "shop.example.com": {"KEY": "shop-key-0123456789"}},
+    }
+    settings.ROOT_URLCONF = "tests.urls_without_key_file"
+    [warning] = check_key_file_url()
+    assert warning.msg.startswith("The key file URL /shop…6789.txt does not reach")
+
+
+@pytest.mark.django_db
+def test_manage_py_check_shows_the_missing_include(settings):
+    settings.INDEXNOW = VALID
+    settings.ROOT_URLCONF = "tests.urls_without_key_file"
+    ids = [m.id for m in checks.run_checks()]
+    assert "indexnow.W007" in ids
