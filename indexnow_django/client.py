@@ -1,11 +1,12 @@
-"""The IndexNow HTTP client and retry policy. No Django import.
+"""The IndexNow engine API: engines, what a POST carries, what an answer means, the retry
+policy. No Django import.
 
 :meth:`IndexNowClient.post` sends one batch to one engine and *never raises*
 for what the engine answers or for a network failure: it returns a
 :class:`PostResult` that says whether the batch was accepted, should be
-retried (and after how long), or was finally rejected. A POST is bounded in
-time (one deadline for the whole exchange) and in memory (only a short prefix
-of the answer is read).
+retried (and after how long), or was finally rejected. The HTTP exchange
+itself, bounded in time (one deadline for the whole exchange) and in memory
+(only a short prefix of the answer is read), is :mod:`indexnow_django.transport`'s.
 
 :meth:`RetryPolicy.plan` turns the retryable results of an attempt into one
 :class:`Retry` per engine (which URLs, after how long): the worker's jobs
@@ -14,27 +15,23 @@ schedule them, ``indexnow_submit --sync`` waits for them.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import logging
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-import requests
-import requests.adapters
-import urllib3
-import urllib3.connection
 
 from . import __version__
 from .masking import mask_keys, mask_url_in
+from .transport import Transport, TransportError
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = [
     "ENGINE_ENDPOINTS",
@@ -68,8 +65,6 @@ ENGINE_ENDPOINTS: dict[str, str] = {
 
 #: How much of an engine's answer a message quotes.
 BODY_EXCERPT_CHARS = 300
-#: How much of an engine's answer is read at most; the rest is never downloaded.
-MAX_BODY_BYTES = 16 * 1024
 #: A dry run lists the URLs of a batch at INFO up to this many, else at DEBUG.
 DRY_RUN_LISTED_URLS = 20
 
@@ -244,10 +239,6 @@ def excerpt(text: str, limit: int = BODY_EXCERPT_CHARS) -> str:
     return text
 
 
-class DeadlineExceeded(requests.Timeout):
-    """The engine's answer did not arrive whole within the POST's deadline."""
-
-
 def classify(status: int, body: str) -> Outcome:
     """Map an HTTP answer to an :class:`Outcome` as the protocol describes it."""
     if status in (200, 202):
@@ -274,7 +265,8 @@ class IndexNowClient:
     ``timeout`` (seconds) bounds connecting and each read, and the whole POST
     too: an answer that has not arrived whole ``timeout`` seconds after the
     request started (a body trickled byte by byte) is a timeout, retried like
-    any other. Only the first :data:`MAX_BODY_BYTES` of an answer are read.
+    any other. Only the first :data:`~indexnow_django.transport.MAX_BODY_BYTES` of an answer
+    are read.
     """
 
     def __init__(
@@ -287,12 +279,7 @@ class IndexNowClient:
     ) -> None:
         self.timeout = timeout
         self.dry_run = dry_run
-        if session is None:
-            session = requests.Session()
-            # Connections that a POST's deadline can cut, whatever they wait for.
-            session.mount("http://", _DeadlineAdapter())
-            session.mount("https://", _DeadlineAdapter())
-        self.session = session
+        self.transport = Transport(session)
         self.user_agent = user_agent
 
     def build_payload(
@@ -329,45 +316,28 @@ class IndexNowClient:
         }
         started = time.monotonic()
         try:
-            with _Deadline(self.timeout) as deadline:
-                response = self.session.post(
-                    engine.endpoint,
-                    data=body,
-                    headers=headers,
-                    timeout=self.timeout,
-                    allow_redirects=False,
-                    stream=True,
-                )
-                try:
-                    text = _read_prefix(response, started + self.timeout)
-                finally:
-                    response.close()
-            if deadline.expired:  # the answer was cut short, not complete
-                raise DeadlineExceeded("the answer was not complete within the deadline")
-        except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:
-            return self._failed(engine, host, urls, started, exc, timed_out=True)
-        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-            if deadline.expired:  # the deadline cut the connection: a timeout
-                cut = DeadlineExceeded("no complete answer within the deadline")
-                return self._failed(engine, host, urls, started, cut, timed_out=True)
-            return self._failed(engine, host, urls, started, exc, timed_out=False)
+            answer = self.transport.post(engine.endpoint, body, headers, self.timeout)
+        except TransportError as failure:
+            return self._failed(
+                engine, host, urls, started, failure.error, timed_out=failure.timed_out
+            )
         elapsed = time.monotonic() - started
-        outcome = classify(response.status_code, text)
-        reason = _REASONS.get(response.status_code, response.reason or "")
-        message = f"{engine.name} answered {response.status_code}"
+        outcome = classify(answer.status, answer.text)
+        reason = _REASONS.get(answer.status, answer.reason)
+        message = f"{engine.name} answered {answer.status}"
         if reason:
             message += f" ({reason})"
-        if text.strip():
+        if answer.text.strip():
             # Masked before it is cut, so that no piece of a secret is left.
-            message += f": {excerpt(mask_keys(mask_url_in(text, engine.endpoint), [key]))}"
+            message += f": {excerpt(mask_keys(mask_url_in(answer.text, engine.endpoint), [key]))}"
         return PostResult(
             engine,
             host,
             urls,
             outcome,
-            response.status_code,
+            answer.status,
             message,
-            retry_after=response.headers.get("Retry-After"),
+            retry_after=answer.headers.get("Retry-After"),
             elapsed=elapsed,
         )
 
@@ -398,119 +368,6 @@ class IndexNowClient:
             elapsed=time.monotonic() - started,
             error=error,
         )
-
-
-_watch = threading.local()
-
-
-class _Deadline:
-    """One POST's deadline: when it passes, the sockets of the POST are shut down, so
-    that whatever the POST waits for (the status line, headers, the body) ends at once."""
-
-    def __init__(self, seconds: float) -> None:
-        self.expired = False
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._done = False
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> _Deadline:
-        _watch.current = self
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _watch.current = None
-        with self._lock:
-            self._done = True
-        self._timer.cancel()
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.append(sock)
-            if self.expired:
-                _shut(sock)
-
-    def _expire(self) -> None:
-        with self._lock:
-            if self._done:
-                return
-            self.expired = True
-            for sock in self._sockets:
-                _shut(sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-
-
-class _Watched:
-    """A connection whose socket joins the current POST's :class:`_Deadline` when the
-    request has been sent and its answer is awaited."""
-
-    sock: socket.socket | None
-
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        deadline: _Deadline | None = getattr(_watch, "current", None)
-        if deadline is not None and self.sock is not None:
-            deadline.watch(self.sock)
-        return super().getresponse(*args, **kwargs)  # type: ignore[misc]
-
-
-class _HTTPConnection(_Watched, urllib3.connection.HTTPConnection):
-    pass
-
-
-class _HTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
-    pass
-
-
-class _HTTPPool(urllib3.HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
-
-
-class _HTTPSPool(urllib3.HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
-
-
-class _DeadlineAdapter(requests.adapters.HTTPAdapter):
-    """requests' adapter with connections that :class:`_Deadline` can cut."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
-
-
-def _read_prefix(response: requests.Response, deadline: float) -> str:
-    """The first :data:`MAX_BODY_BYTES` of ``response``'s body, as text, read by ``deadline``.
-
-    The body is streamed, never read whole, and each read returns what has
-    arrived: a body trickled byte by byte meets the deadline, not just the
-    read timeout. Raises :class:`DeadlineExceeded` when the deadline passes first.
-    """
-    raw = response.raw
-    # urllib3 2.3+ returns whatever arrived; older versions block until the
-    # requested size, so they read a byte at a time (cheap: the body is short).
-    read1 = getattr(raw, "read1", None)
-    chunks: list[bytes] = []
-    size = 0
-    while size < MAX_BODY_BYTES:
-        if time.monotonic() > deadline:
-            raise DeadlineExceeded(
-                f"the answer was not complete within the deadline ({size} bytes)"
-            )
-        if read1 is not None:
-            chunk = read1(MAX_BODY_BYTES - size, decode_content=True)
-        else:
-            chunk = raw.read(1, decode_content=True)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    data = b"".join(chunks)[:MAX_BODY_BYTES]
-    return data.decode(response.encoding or "utf-8", errors="replace")
 
 
 def _log_dry_run(engine: Engine, host: str, urls: tuple[str, ...]) -> None:
