@@ -742,6 +742,7 @@ def _jobs_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -
         scheduled=len(scheduled_ids),
         scheduled_indexnow=own_scheduled,
     )
+    _overdue(diag, state, conf)
     failed_total = len(failed_ids)
     own = own_failed if own_failed is not None else failed_total
     status = Status.WARN if own else Status.OK
@@ -755,6 +756,40 @@ def _jobs_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -
         else None,
         failed=failed_total,
         failed_indexnow=own_failed,
+    )
+
+
+#: Seconds past its time after which a scheduled job is overdue: a live scheduler moves
+#: due jobs to the queue every second or so.
+OVERDUE_AFTER = 10.0
+
+
+def _overdue(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
+    """Scheduled jobs whose time has passed: no scheduler moves them to the queue."""
+    import time
+
+    from redis.exceptions import RedisError
+
+    registry = state.queue.scheduled_job_registry
+    cutoff = time.time() - OVERDUE_AFTER
+    try:
+        count = state.connection.zcount(registry.key, 0, cutoff)
+        oldest = state.connection.zrangebyscore(registry.key, 0, cutoff, 0, 1, withscores=True)
+    except RedisError:
+        return
+    if not count:
+        return
+    late = time.time() - oldest[0][1] if oldest else 0.0
+    diag.add(
+        "jobs",
+        Status.WARN,
+        f"{count} scheduled job(s) of {conf.queue_name!r} overdue, the oldest by {late:.0f}s: "
+        "no scheduler moves them to the queue, so these retries and scheduled submissions "
+        "wait",
+        f"Start (at least) one worker with the scheduler: python manage.py rqworker "
+        f"{conf.queue_name} --with-scheduler",
+        overdue=count,
+        overdue_seconds=round(late),
     )
 
 

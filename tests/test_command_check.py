@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -574,6 +575,37 @@ def test_scheduled_and_failed_jobs_are_counted(
     assert error is None, output
     line(output, "OK", "queue 'default': 0 queued, 2 (1 IndexNow) scheduled")
     line(output, "WARN", "1 failed job(s) in rq's failed job registry")
+
+
+def test_scheduled_jobs_past_their_time_are_overdue(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    """No scheduler runs: a retry due 17 s ago is a warning, not "OK ... 1 scheduled"."""
+    indexnow_settings(DISPATCH="queue")
+    queue = Queue("default", connection=redis_conn)
+    due = datetime.now(timezone.utc) - timedelta(seconds=17)
+    queue.enqueue_at(due, "indexnow_django.jobs.deliver", ["/overdue/"])
+    queue.enqueue_in(timedelta(hours=1), "indexnow_django.jobs.deliver", ["/later/"])
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    found = line(output, "WARN", "1 scheduled job(s) of 'default' overdue, the oldest by")
+    assert re.search(r"by 1[789]s: no scheduler moves them", found)
+    assert "--with-scheduler" in output[output.index(found) :].splitlines()[1]
+
+
+def test_scheduled_jobs_not_yet_due_are_not_overdue(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="queue")
+    Queue("default", connection=redis_conn).enqueue_in(
+        timedelta(hours=1), "indexnow_django.jobs.deliver", ["/later/"]
+    )
+
+    output, _ = run_check("--offline")
+
+    assert "overdue" not in output
 
 
 # --------------------------------------------------------------------------- --json and exit codes
