@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import copy
 import difflib
+import logging
 import math
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -24,11 +27,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
+from django.utils.module_loading import import_string
 
 from .client import MAX_BATCH_SIZE, Engine, RetryPolicy, resolve_engine
 from .exceptions import IndexNowConfigError
 from .masking import mask_key, mask_keys
 from .normalize import InvalidURL, normalize_host, normalize_url
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULTS",
@@ -41,6 +47,14 @@ __all__ = [
     "mask_keys",
     "validate",
 ]
+
+#: Seconds a process keeps the hosts that come from code (``HOSTS`` as a dotted
+#: path to a callable, an app config's ``indexnow_hosts()``) before it reads
+#: them again: a tenant added at run time is served and submitted within that
+#: time by every process, without a restart, for one call at most that often.
+HOSTS_REFRESH_SECONDS = 5.0
+#: Seconds, at least, between two reads of those hosts forced by a host not among them.
+HOSTS_REREAD_SECONDS = 1.0
 
 DEFAULTS: dict[str, Any] = {
     "KEY": None,
@@ -121,6 +135,18 @@ class HostConfig:
         return mask_keys(self.key_file_url, [self.key])
 
 
+class _HostsMemo:
+    """The hosts a settings object last resolved, and until when they hold."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.value: Mapping[str, HostConfig] | None = None
+        self.expires = 0.0
+        #: Nothing is read from code: the value holds for ever.
+        self.static = False
+        self.problems: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class IndexNowSettings:
     """The validated, merged ``INDEXNOW`` setting.
@@ -152,6 +178,9 @@ class IndexNowSettings:
     #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
     base_url_setting: str | None = field(default=None, repr=False)
     hosts_setting: Any = field(default=None, repr=False)
+    _hosts_memo: _HostsMemo = field(
+        default_factory=_HostsMemo, init=False, repr=False, compare=False
+    )
 
     @cached_property
     def base_url(self) -> str:
@@ -161,25 +190,100 @@ class IndexNowSettings:
             base_url = f"https://{_sites_domain()}"
         return normalize_url(base_url).rstrip("/")
 
-    @cached_property
+    @property
     def hosts(self) -> Mapping[str, HostConfig]:
-        """The hosts URLs may be submitted for, each with its key and key file."""
-        base = urlsplit(self.base_url)
+        """The hosts URLs may be submitted for, each with its key and key file.
+
+        Hosts that come from code (``HOSTS`` as a dotted path to a callable,
+        an app config's ``indexnow_hosts()``) are read again when
+        :data:`HOSTS_REFRESH_SECONDS` have passed; when a read fails, the last
+        hosts read are kept (and the failure logged), or, on the first read,
+        :class:`~indexnow_django.exceptions.IndexNowConfigError` is raised.
+        """
+        memo = self._hosts_memo
+        value = memo.value
+        if value is not None and (memo.static or time.monotonic() < memo.expires):
+            return value
+        with memo.lock:
+            if memo.value is not None and (memo.static or time.monotonic() < memo.expires):
+                return memo.value
+            try:
+                raw_hosts, contributed, dynamic = self._read_hosts()
+            except Exception as exc:
+                if memo.value is None:
+                    if isinstance(exc, IndexNowConfigError):
+                        raise
+                    raise IndexNowConfigError(
+                        f"IndexNow could not read the hosts: {type(exc).__name__}: {exc}"
+                    ) from exc
+                logger.error(
+                    "IndexNow could not read the hosts again (%s: %s); keeping the %d read before",
+                    type(exc).__name__,
+                    exc,
+                    len(memo.value),
+                )
+                memo.expires = time.monotonic() + HOSTS_REFRESH_SECONDS
+                return memo.value
+            memo.value = self._host_entries(raw_hosts, contributed, memo)
+            memo.static = not dynamic
+            memo.expires = time.monotonic() + HOSTS_REFRESH_SECONDS
+            return memo.value
+
+    def reread_hosts(self) -> bool:
+        """Read the hosts from code again now (a URL or a key file was asked for a host
+        that is not among them); whether they changed.
+
+        At most once a second per process (:data:`HOSTS_REREAD_SECONDS`), so that
+        requests for unknown hosts cannot turn into a query each. Nothing is read
+        when the hosts come from the settings alone.
+        """
+        memo = self._hosts_memo
+        before = memo.value
+        if before is None or memo.static:
+            return False
+        read_at = memo.expires - HOSTS_REFRESH_SECONDS
+        if time.monotonic() - read_at < HOSTS_REREAD_SECONDS:
+            return False
+        memo.expires = 0.0
+        return self.hosts != before
+
+    def _read_hosts(self) -> tuple[Any, list[str], bool]:
+        """``(HOSTS or what its function returned, the apps' hosts, whether any is code)``."""
         raw_hosts = self.hosts_setting
+        dynamic = False
+        if isinstance(raw_hosts, str):
+            raw_hosts = _call_hosts(raw_hosts)
+            dynamic = True
+        contributed, hooked = _contributed_hosts()
+        return raw_hosts, contributed, dynamic or hooked
+
+    def _host_entries(
+        self, raw_hosts: Any, contributed: list[str], memo: _HostsMemo
+    ) -> dict[str, HostConfig]:
+        base = urlsplit(self.base_url)
         entries: dict[str, HostConfig] = {}
+        problems: list[str] = []
         if raw_hosts is None:
             entries[base.netloc] = HostConfig(base.netloc, self.key, self.key_location)
         else:
             for name in raw_hosts:
                 options = (raw_hosts[name] if isinstance(raw_hosts, Mapping) else None) or {}
-                host = normalize_host(name)
+                found = list(_host_options(str(name), options)) if options else []
+                try:
+                    host = normalize_host(name)
+                except (InvalidURL, TypeError, AttributeError):
+                    problems.append(f"invalid host {name!r}")
+                    continue
+                if found:
+                    problems.extend(problem.msg for problem in found)
+                    continue
                 entries[host] = HostConfig(
                     host,
                     options.get("KEY") or self.key,
                     options.get("KEY_LOCATION")
                     or (None if options.get("KEY") else self.key_location),
                 )
-        for host in _contributed_hosts():
+        for host in contributed:
             entries.setdefault(host, HostConfig(host, self.key, None))
         if base.scheme != "https" and base.netloc in entries:
             # Engines look for the key file over https unless told: name the
@@ -187,6 +291,10 @@ class IndexNowSettings:
             entry = entries[base.netloc]
             entry = replace(entry, scheme=base.scheme)
             entries[base.netloc] = replace(entry, key_location=entry.key_file_url)
+        if tuple(problems) != memo.problems:
+            memo.problems = tuple(problems)
+            for problem in problems:
+                logger.error("IndexNow skipped a host from INDEXNOW['HOSTS']: %s", problem)
         return entries
 
     @property
@@ -383,11 +491,32 @@ def _rule_hosts(conf: Mapping[str, Any]) -> Iterator[Problem]:
     hosts = conf["HOSTS"]
     if hosts is None:
         return
-    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (list, tuple, Mapping)):
+    if isinstance(hosts, str):
+        # Only imported here: calling it may query a database that does not exist yet.
+        try:
+            source = import_string(hosts)
+        except ImportError as exc:
+            yield Problem(
+                "indexnow.E008",
+                f"INDEXNOW['HOSTS'] is {hosts!r}, which cannot be imported ({exc}).",
+                f"One host goes in a list: [{hosts!r}]. Otherwise give a dict "
+                "{host: {'KEY': ..., 'KEY_LOCATION': ...}}, or the dotted path of a function "
+                "that returns the list or dict.",
+            )
+            return
+        if not callable(source):
+            yield Problem(
+                "indexnow.E008",
+                f"INDEXNOW['HOSTS'] is {hosts!r}, which is not callable.",
+                "The dotted path names a function that returns the list or dict of hosts.",
+            )
+        return
+    if isinstance(hosts, bytes) or not isinstance(hosts, (list, tuple, Mapping)):
         yield Problem(
             "indexnow.E008",
-            "INDEXNOW['HOSTS'] must be a list of host names or a dict "
-            "{host: {'KEY': ..., 'KEY_LOCATION': ...}}.",
+            "INDEXNOW['HOSTS'] must be a list of host names, a dict "
+            "{host: {'KEY': ..., 'KEY_LOCATION': ...}}, or the dotted path of a function "
+            "that returns one.",
         )
         return
     for host in hosts:
@@ -686,21 +815,39 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
     )
 
 
-def _contributed_hosts() -> list[str]:
+def _call_hosts(path: str) -> Any:
+    """What the function at dotted ``path`` (``HOSTS``) returns: a list or dict of hosts."""
+    try:
+        source = import_string(path)
+    except ImportError as exc:
+        raise IndexNowConfigError(f"INDEXNOW['HOSTS'] {path!r} cannot be imported: {exc}") from exc
+    hosts = source()
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (list, tuple, Mapping)):
+        raise IndexNowConfigError(
+            f"INDEXNOW['HOSTS'] {path!r} returned {type(hosts).__name__}, not a list of "
+            "host names or a dict {host: {'KEY': ..., 'KEY_LOCATION': ...}}."
+        )
+    return hosts
+
+
+def _contributed_hosts() -> tuple[list[str], bool]:
     """Hosts that installed apps allow besides ``HOSTS`` (with the default key): an app
-    config's ``indexnow_hosts()``, e.g. ``indexnow_django.contrib.wagtail``'s sites."""
+    config's ``indexnow_hosts()``, e.g. ``indexnow_django.contrib.wagtail``'s sites;
+    and whether any app has that hook."""
     from django.apps import apps
 
     hosts: list[str] = []
+    hooked = False
     for app_config in apps.get_app_configs():
         source = getattr(app_config, "indexnow_hosts", None)
         if source is not None:
+            hooked = True
             for host in source():
                 try:
                     hosts.append(normalize_host(host))
-                except InvalidURL:
+                except (InvalidURL, TypeError, AttributeError):
                     continue
-    return hosts
+    return hosts, hooked
 
 
 _cache: IndexNowSettings | None = None

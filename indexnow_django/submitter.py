@@ -88,7 +88,11 @@ def clean_urls(
     urls: Iterable[str], conf: IndexNowSettings
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """Normalize ``urls`` against the settings; warn once about the dropped ones."""
+    if not isinstance(urls, (list, tuple)):
+        urls = list(urls)
     result = normalize_urls(urls, conf.base_url, conf.hosts)
+    if result.rejected and conf.reread_hosts():  # a tenant added since the last read
+        result = normalize_urls(urls, conf.base_url, conf.hosts)
     if result.rejected:
         shown = ", ".join(f"{url!r} ({reason})" for url, reason in result.rejected[:10])
         more = len(result.rejected) - 10
@@ -162,8 +166,12 @@ def deliver_now(
     if engines is not None:
         wanted = set(engines)
         selected = tuple(e for e in conf.engines if e.endpoint in wanted or e.name in wanted)
+    hosts = conf.hosts
     for host, host_urls in _by_host(valid).items():
-        host_conf = conf.hosts[host]
+        host_conf = hosts.get(host)
+        if host_conf is None:  # removed from the hosts since the URLs were checked
+            report.dropped.extend((url, f"host {host!r} is no longer allowed") for url in host_urls)
+            continue
         for batch in chunked(host_urls, conf.max_urls):
             for engine in selected:
                 claim = store.claim(engine, batch, gone=report.gone, force=force)

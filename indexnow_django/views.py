@@ -33,9 +33,13 @@ def key_file(request: HttpRequest, key: str) -> HttpResponse:
         raise Http404("No key file") from None
     expected = conf.key
     try:
-        host_conf = conf.host_config(normalize_host(request.get_host()))
+        host = normalize_host(request.get_host())
     except Exception:  # DisallowedHost, a malformed Host header: serve the main key
         host_conf = None
+    else:
+        host_conf = conf.host_config(host)
+        if host_conf is None and conf.reread_hosts():  # a tenant added since the last read
+            host_conf = conf.host_config(host)
     if host_conf is not None:
         expected = host_conf.key
     if key != expected:

@@ -161,13 +161,33 @@ def test_bad_base_url(settings, base_url, hint):
 
 
 def test_bad_hosts(settings):
-    assert errors_for(settings, {**VALID, "HOSTS": "www.example.com"}) == [
+    assert errors_for(settings, {**VALID, "HOSTS": 42}) == [
         checks.Error(
-            "INDEXNOW['HOSTS'] must be a list of host names or a dict "
-            "{host: {'KEY': ..., 'KEY_LOCATION': ...}}.",
+            "INDEXNOW['HOSTS'] must be a list of host names, a dict "
+            "{host: {'KEY': ..., 'KEY_LOCATION': ...}}, or the dotted path of a function "
+            "that returns one.",
             id="indexnow.E008",
         )
     ]
+    assert errors_for(settings, {**VALID, "HOSTS": "www.example.com"}) == [
+        checks.Error(
+            "INDEXNOW['HOSTS'] is 'www.example.com', which cannot be imported "
+            "(No module named 'www').",
+            hint="One host goes in a list: ['www.example.com']. Otherwise give a dict "
+            "{host: {'KEY': ..., 'KEY_LOCATION': ...}}, or the dotted path of a function "
+            "that returns the list or dict.",
+            id="indexnow.E008",
+        )
+    ]
+    assert errors_for(settings, {**VALID, "HOSTS": "tests.testapp.tenants.NOT_CALLABLE"}) == [
+        checks.Error(
+            "INDEXNOW['HOSTS'] is 'tests.testapp.tenants.NOT_CALLABLE', which is not callable.",
+            hint="The dotted path names a function that returns the list or dict of hosts.",
+            id="indexnow.E008",
+        )
+    ]
+    # Imported only, not called: it may query tables that migrate has not made yet.
+    assert errors_for(settings, {**VALID, "HOSTS": "tests.testapp.tenants.hosts"}) == []
     assert errors_for(settings, {**VALID, "HOSTS": ["https://www.example.com/"]}) == [
         checks.Error(
             "INDEXNOW['HOSTS'] has an invalid host 'https://www.example.com/'.",

@@ -78,6 +78,10 @@ class KeyServer:
             status, content_type, body = self.BROKEN[path]
             start_response(status, [("Content-Type", content_type)])
             return [body.encode()]
+        if path.startswith("/slow/"):  # a tenant's key file, a tenth of a second away
+            time.sleep(0.1)
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [KEY.encode()]
         if path == "/moved.txt":
             start_response("301 Moved Permanently", [("Location", f"/{KEY}.txt")])
             return [b""]
@@ -285,6 +289,26 @@ def test_missing_key_file_fails_with_url_and_status(
     assert error is not None
     assert f"key file {url} answered 404 Not Found" in str(error)
     assert 'include("indexnow_django.urls")' in line(output, "hint:", "include")
+
+
+def test_five_hundred_hosts_key_files_are_fetched_a_few_at_a_time(
+    indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
+) -> None:
+    hosts = {
+        f"t{i}.tenants.test": {"KEY_LOCATION": f"{key_server.base}/slow/{i}.txt"}
+        for i in range(500)
+    }
+    indexnow_settings(HOSTS=hosts)
+
+    started = time.monotonic()
+    output, error = run_check()
+    elapsed = time.monotonic() - started
+
+    assert error is None, output
+    for i in (0, 250, 499):
+        line(output, "OK", f"key file {key_server.base}/slow/{i}.txt: 200, matches the key")
+    assert output.count(": 200, matches the key") == 500
+    assert elapsed < 25  # 50 s one after another
 
 
 def test_key_file_with_another_key_fails_and_masks_it(

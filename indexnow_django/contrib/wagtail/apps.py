@@ -3,11 +3,11 @@
 Two hooks that the core app looks for on installed apps' configs:
 
 - ``indexnow_hosts()``: the hosts URLs may be submitted for besides
-  ``INDEXNOW["HOSTS"]`` (here: every Wagtail ``Site``'s host), read when the
-  settings are built. A site saved or deleted in this process, a migration,
-  and a fork (each rq job's work horse) make them be read again; a web
-  process notices a site saved by another one within
-  :data:`SITES_RECHECK_SECONDS` (one small query at most that often).
+  ``INDEXNOW["HOSTS"]`` (here: every Wagtail ``Site``'s host), read again by
+  every process every few seconds (``conf.HOSTS_REFRESH_SECONDS``). A site
+  saved or deleted in this process, a migration, and a fork (each rq job's
+  work horse) make them be read again at once; a web process also compares
+  the sites' hosts every :data:`SITES_RECHECK_SECONDS`.
 - ``indexnow_diagnostics()``: findings for ``manage.py indexnow_check`` (here:
   the sites, their hosts, and whether each is an allowed host).
 """
