@@ -223,6 +223,8 @@ class DebounceStore:
         self.claim_ttl = max(1, int(claim_ttl))
         #: The rq queue whose jobs hold claims (to tell a dead holder from a live one).
         self.queue_name = queue_name
+        #: The cache could not be reached since this store was made.
+        self.unreachable = False
 
     @property
     def enabled(self) -> bool:
@@ -466,6 +468,7 @@ class DebounceStore:
         return True
 
     def _unavailable(self, action: str, engine: Engine, count: int, exc: Exception) -> None:
+        self.unreachable = True
         logger.warning(
             "IndexNow debounce cache %r unavailable (%s: %s): %s skipped for engine=%s count=%d",
             self.cache_alias,

@@ -51,7 +51,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import compat
+from . import compat, signals
 from .conf import IndexNowSettings, get_settings, is_enabled
 from .jobs import rejection_hint
 from .pending import keep
@@ -281,6 +281,8 @@ def log_report(
 
     ``kept``: what may be accepted later is kept for a worker, else it is not retried.
     """
+    if not kept and report.retryable:
+        signals.given_up(report.retryable, attempt=1, batch_id=batch_id)
     for result in report.results:
         if result.accepted:
             continue

@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "PURGE_INTERVAL",
+    "attempt_of",
     "has_url",
     "last_accepted",
     "padded_urls",
@@ -56,12 +57,17 @@ ANSWER_CHARS = 500
 _last_purge: float | None = None
 
 
-def record(result: PostResult, *, batch_id: str, conf: IndexNowSettings) -> None:
-    """Store one POST and what came of it. Never raises."""
+def record(
+    result: PostResult, *, batch_id: str, conf: IndexNowSettings, attempt: int | None = None
+) -> None:
+    """Store one POST and what came of it. Never raises.
+
+    ``attempt``: the number :func:`attempt_of` gave for it (asked here when not given).
+    """
     if not conf.history_enabled:
         return
     try:
-        _insert(result, batch_id, conf)
+        _insert(result, batch_id, conf, attempt)
     except Exception:
         logger.warning(
             "IndexNow history not recorded batch=%s engine=%s host=%s count=%d",
@@ -83,14 +89,14 @@ def record(result: PostResult, *, batch_id: str, conf: IndexNowSettings) -> None
         logger.warning("IndexNow history retention failed", exc_info=True)
 
 
-def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings) -> None:
+def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: int | None) -> None:
     from .models import Delivery
 
     dry_run = Delivery.Outcome.DRY_RUN
     outcome = dry_run if conf.dry_run else Delivery.Outcome(result.outcome.value)
-    job_id, queue, attempt = _current_job()
-    if not job_id:
-        attempt = _attempt_in_process(batch_id, result)
+    job_id, queue, job_attempt = _current_job()
+    if attempt is None:
+        attempt = job_attempt if job_id else _attempt_in_process(batch_id, result)
     using = router.db_for_write(Delivery)
     with transaction.atomic(using=using):  # a savepoint inside a caller's transaction
         Delivery.objects.using(using).create(
@@ -108,6 +114,14 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings) -> None:
             queue=queue,
             urls=Delivery.URL_SEPARATOR.join(result.urls),
         )
+
+
+def attempt_of(batch_id: str, result: PostResult) -> int:
+    """The number of the attempt ``result`` answered: the running delivery job's, or in a
+    process that retries by itself, one more than its last retryable answer for the
+    same batch, engine and host. Ask once per POST: the count moves on."""
+    job_id, _, attempt = _current_job()
+    return attempt if job_id else _attempt_in_process(batch_id, result)
 
 
 def _current_job() -> tuple[str, str, int]:

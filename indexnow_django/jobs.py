@@ -30,7 +30,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .client import PostResult
+from . import signals
+from .client import Outcome, PostResult
 from .conf import IndexNowSettings, get_settings
 from .exceptions import RetriesExhausted, SubmissionRejected
 from .queue import (
@@ -91,7 +92,13 @@ def deliver(
         job.save_meta()  # type: ignore[no-untyped-call]
     with _alive_while_sending(job, conf):
         report = deliver_now(
-            urls, gone=gone, engines=engines, force=force, batch_id=batch_id, conf=conf
+            urls,
+            gone=gone,
+            engines=engines,
+            force=force,
+            batch_id=batch_id,
+            conf=conf,
+            attempt=attempt,
         )
     if engines is not None and not report.results and not report.debounced:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
@@ -110,6 +117,8 @@ def deliver(
     if report.retryable:
         retry_jobs, exhausted = _retry(report, batch_id, attempt, force, conf)
 
+    if exhausted:
+        signals.given_up(exhausted, attempt=attempt, batch_id=batch_id)
     if report.rejected or exhausted:
         if job is not None:
             job.meta[META_FAILED_AT] = attempt  # a requeue starts over
@@ -160,6 +169,7 @@ def resend_orphans(queue: Queue) -> list[str]:
             job.meta[META_FAILED_AT] = attempt
             job.save_meta()  # type: ignore[no-untyped-call]
             fail_job(job, queue, message, conf)
+            signals.given_up(_unanswered(job, conf, message), attempt=attempt, batch_id=batch_id)
             logger.error(
                 "IndexNow failed batch=%s attempt=%d/%d job=%s: worker %s died",
                 batch_id,
@@ -191,6 +201,22 @@ def resend_orphans(queue: Queue) -> list[str]:
         )
         resent.append(successor.id)
     return resent
+
+
+def _unanswered(job: Job, conf: IndexNowSettings, message: str) -> list[PostResult]:
+    """What a job that got no answer carried, as answers: per engine and host, its URLs."""
+    from .normalize import host_of
+
+    wanted = job.kwargs.get("engines")
+    engines = [e for e in conf.engines if wanted is None or e.endpoint in wanted]
+    by_host: dict[str, list[str]] = {}
+    for url in job.args[0]:
+        by_host.setdefault(host_of(url), []).append(url)
+    return [
+        PostResult(engine, host, tuple(urls), Outcome.RETRY, None, message)
+        for engine in engines
+        for host, urls in by_host.items()
+    ]
 
 
 def _retry(

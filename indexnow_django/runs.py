@@ -21,6 +21,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import signals
 from .client import IndexNowClient, Outcome, PostResult, excerpt
 from .conf import IndexNowSettings
 from .entries import Entry, Ready
@@ -326,6 +327,7 @@ class SubmissionRun:
                 self.hint = rejection_hint(result.status, result.host, conf)
             elif result.outcome is Outcome.RETRY:
                 self.failures.append(f"{result.message} after {tries} attempt(s)")
+                signals.given_up([result], attempt=tries, batch_id=batch_id)
         c = self.counts
         c.debounced += len(urls) - sum(states.values())
         if fallback:

@@ -13,10 +13,11 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from . import escalation, signals
 from .client import Engine, IndexNowClient, Outcome, PostResult
 from .conf import IndexNowSettings, get_settings
 from .debounce import DebounceStore
-from .history import record
+from .history import attempt_of, record
 from .normalize import host_of, normalize_urls
 
 logger = logging.getLogger(__name__)
@@ -136,6 +137,7 @@ def deliver_now(
     conf: IndexNowSettings | None = None,
     client: IndexNowClient | None = None,
     normalized: bool = False,
+    attempt: int | None = None,
 ) -> DeliveryReport:
     """POST ``urls`` to the engines (all configured, or those named in ``engines``).
 
@@ -143,7 +145,8 @@ def deliver_now(
     others are public. A URL that changed side since an engine accepted it is
     sent again within the TTL. ``urls`` may be relative; they are normalized
     and foreign hosts dropped, unless ``normalized`` says the caller did that
-    already (canonical URLs on allowed hosts, no duplicates).
+    already (canonical URLs on allowed hosts, no duplicates). ``attempt``: the
+    number of this attempt, when the caller knows it (else the running job's).
     Never raises for an engine's answer; see :class:`DeliveryReport`.
     """
     conf = conf or get_settings()
@@ -185,7 +188,7 @@ def deliver_now(
                     engine, host, host_conf.key, claim.urls, host_conf.key_location
                 )
                 _log_post(result, batch_id)
-                record(result, batch_id=batch_id, conf=conf)
+                _after_post(result, batch_id, conf, attempt, count=not store.unreachable)
                 if result.accepted and not conf.dry_run:
                     store.record(claim)
                 else:
@@ -194,6 +197,25 @@ def deliver_now(
     for name, count in report.debounced.items():
         logger.info("IndexNow debounced batch=%s engine=%s count=%d", batch_id, name, count)
     return report
+
+
+def _after_post(
+    result: PostResult,
+    batch_id: str,
+    conf: IndexNowSettings,
+    attempt: int | None,
+    *,
+    count: bool,
+) -> None:
+    """Everything that follows a POST: the history record, the count of rejections
+    (:mod:`~indexnow_django.escalation`; not when ``count`` is false, as when the shared
+    cache just failed to answer), the ``post_sent`` signal."""
+    if attempt is None:
+        attempt = attempt_of(batch_id, result)
+    record(result, batch_id=batch_id, conf=conf, attempt=attempt)
+    if count:
+        escalation.observe(result, conf)
+    signals.sent(result, attempt=attempt, batch_id=batch_id, dry_run=conf.dry_run)
 
 
 def _by_host(urls: list[str]) -> dict[str, list[str]]:
