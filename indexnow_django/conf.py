@@ -45,6 +45,7 @@ __all__ = [
     "get_settings",
     "mask_key",
     "mask_keys",
+    "settings_fingerprint",
     "validate",
 ]
 
@@ -898,3 +899,23 @@ def clear_cache(**kwargs: Any) -> None:
     ):
         _cache = None
         _enabled = None
+
+
+def settings_fingerprint() -> dict[str, Any]:
+    """What a worker records of the ``INDEXNOW`` settings it started with.
+
+    ``fingerprint`` is a short hash of the merged settings (equal settings, equal
+    fingerprint; the key cannot be read back from it); ``DRY_RUN`` and ``ENABLED``
+    are kept as they are, so ``indexnow_check`` can say what a difference means.
+    """
+    import hashlib
+    import json
+
+    raw = getattr(django_settings, "INDEXNOW", None)
+    merged = _merged(raw) if isinstance(raw, Mapping) else {"INDEXNOW": repr(raw)}
+    text = json.dumps(merged, sort_keys=True, default=repr)
+    return {
+        "fingerprint": hashlib.sha256(text.encode()).hexdigest()[:12],
+        "DRY_RUN": merged.get("DRY_RUN"),
+        "ENABLED": merged.get("ENABLED"),
+    }

@@ -405,7 +405,8 @@ def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
             "settings",
             Status.WARN,
             "DRY_RUN is True: requests to engines are logged, not sent",
-            "Remove 'DRY_RUN': True in production.",
+            "Remove 'DRY_RUN': True in production, then restart the workers with the web "
+            "processes: a worker goes on with the settings it started with.",
         )
     return conf
 
@@ -614,6 +615,7 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
             )
         if len(workers) > MAX_WORKERS_SHOWN:
             diag.add("workers", Status.OK, f"… and {len(workers) - MAX_WORKERS_SHOWN} more")
+        _worker_settings(diag, state)
 
     # rq 2.12 and 3.x: the scheduler that serves a queue holds a lock key
     # (``rq:scheduler-lock:<queue>``, under RQ_KEY_PREFIX in rq 3) that expires
@@ -658,6 +660,79 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
         f"scheduler runs for queue {name!r}{where}",
         scheduler=details,
     )
+
+
+def _worker_settings(diag: Diagnosis, state: _QueueState) -> None:
+    """Whether the running workers were started with the settings read here.
+
+    Each worker of class :class:`indexnow_django.worker.Worker` records a
+    fingerprint of its ``INDEXNOW`` settings when it starts; a worker left
+    running after a change goes on with the old ones (``DRY_RUN`` included).
+    """
+    import json
+
+    from redis.exceptions import RedisError
+
+    from .conf import settings_fingerprint
+    from .worker import SETTINGS_FIELD
+
+    here = settings_fingerprint()
+    try:
+        with state.connection.pipeline(transaction=False) as pipeline:
+            for worker in state.workers:
+                pipeline.hget(worker.key, SETTINGS_FIELD)
+            recorded = pipeline.execute()
+    except RedisError:
+        return
+    known: list[tuple[Any, dict[str, Any]]] = []
+    for worker, raw in zip(state.workers, recorded, strict=True):
+        try:
+            there = json.loads(raw) if raw else None
+        except ValueError:
+            there = None
+        if isinstance(there, dict):
+            known.append((worker, there))
+    others = [(w, there) for w, there in known if there.get("fingerprint") != here["fingerprint"]]
+    if not known:
+        return
+    if not others:
+        diag.add(
+            "workers",
+            Status.OK,
+            f"the workers run with these INDEXNOW settings (fingerprint {here['fingerprint']})",
+            settings_fingerprint=here["fingerprint"],
+        )
+        return
+    for worker, there in others[:MAX_WORKERS_SHOWN]:
+        effects = {
+            ("DRY_RUN", True): "it logs instead of sending",
+            ("DRY_RUN", False): "it sends to the engines for real",
+            ("ENABLED", True): "it collects and sends",
+            ("ENABLED", False): "it sends nothing",
+        }
+        consequence = "".join(
+            f"; {name} is {there[name]} there, {here[name]} here: {effects[name, there[name]]}"
+            for name in ("DRY_RUN", "ENABLED")
+            if (name, there.get(name)) in effects and there[name] != here[name]
+        )
+        diag.add(
+            "workers",
+            Status.WARN,
+            f"worker {worker.name} on {worker.hostname} (pid {worker.pid}) was started with other "
+            f"INDEXNOW settings than these (fingerprint {there.get('fingerprint')} there, "
+            f"{here['fingerprint']} here){consequence}",
+            "A worker reads the settings when it starts: restart the workers after every change "
+            "to the settings (and deploy the same settings to every process).",
+            worker=worker.name,
+            settings_fingerprint=there.get("fingerprint"),
+            expected_fingerprint=here["fingerprint"],
+        )
+    if len(others) > MAX_WORKERS_SHOWN:
+        diag.add(
+            "workers",
+            Status.WARN,
+            f"… and {len(others) - MAX_WORKERS_SHOWN} more worker(s) with other settings",
+        )
 
 
 #: A scheduler whose last heartbeat is older than this (seconds) has stopped.

@@ -8,6 +8,10 @@ when the job ends, in the process that ran it (the forked work horse, whose
 
     RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}
 
+Each worker records in its rq registration a fingerprint of the ``INDEXNOW``
+settings it started with (:data:`SETTINGS_FIELD`), so that ``indexnow_check``
+can tell a worker left running with old settings.
+
 While it waits for jobs, the worker also looks, every
 :data:`SWEEP_EVERY` seconds, for delivery jobs whose whole worker died (killed,
 a cold shutdown, a machine gone) and sends them again
@@ -25,6 +29,7 @@ any idle worker of the queue will do.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -34,13 +39,14 @@ from rq.worker import Worker as RQWorker
 
 from .collector import batch
 from .compat import scheduler_died
-from .conf import get_settings
+from .conf import get_settings, settings_fingerprint
 from .jobs import resend_orphans
 from .queue import get_queue
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "SETTINGS_FIELD",
     "SWEEP_EVERY",
     "WORKER_CLASS_LINE",
     "SimpleWorker",
@@ -56,6 +62,11 @@ WORKER_CLASS_LINE = 'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}'
 
 #: Seconds between two looks for delivery jobs whose worker died.
 SWEEP_EVERY = 10
+
+#: The field of rq's worker hash (``rq:worker:<name>``) that holds, as JSON, the
+#: :func:`~indexnow_django.conf.settings_fingerprint` of the settings the worker
+#: started with; ``indexnow_check`` compares it with its own.
+SETTINGS_FIELD = "indexnow_settings"
 
 
 class UnitOfWorkMixin:
@@ -74,6 +85,18 @@ class UnitOfWorkMixin:
 
     _indexnow_next_sweep = 0.0
     _kept_failed = False  # said once per process, then quietly
+
+    def register_birth(self, *args: Any, **kwargs: Any) -> None:
+        """rq's registration, and the fingerprint of the settings this worker runs with."""
+        super().register_birth(*args, **kwargs)  # type: ignore[misc]
+        try:
+            self.connection.hset(  # type: ignore[attr-defined]
+                self.key,  # type: ignore[attr-defined]
+                SETTINGS_FIELD,
+                json.dumps(settings_fingerprint()),
+            )
+        except Exception:
+            logger.exception("IndexNow could not record the settings this worker runs with")
 
     def perform_job(self, *args: Any, **kwargs: Any) -> bool:
         with batch():

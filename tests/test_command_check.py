@@ -172,6 +172,11 @@ def line(output: str, status: str, text: str) -> str:
 # --------------------------------------------------------------------------- healthy site
 
 
+def same_settings(settings: Any) -> dict[str, Any]:
+    """The overrides that start a worker with the test's own INDEXNOW."""
+    return {name: settings.INDEXNOW[name] for name in ("DISPATCH", "KEY_LOCATION", "DEBOUNCE")}
+
+
 @pytest.mark.worker
 def test_healthy_queue_setup_passes_and_names_worker_and_scheduler(
     queue_settings: Any,
@@ -179,12 +184,13 @@ def test_healthy_queue_setup_passes_and_names_worker_and_scheduler(
     start_worker: Callable[..., Any],
     run_check: Any,
 ) -> None:
-    worker = start_worker()
+    worker = start_worker(same_settings(queue_settings))
     wait_for_scheduler_birth(persistent_redis)
 
     output, error = run_check()
 
     assert error is None, output
+    line(output, "OK", "the workers run with these INDEXNOW settings (fingerprint ")
     line(output, "OK", "DISPATCH 'queue'")
     line(output, "OK", "queue 'default' on Redis 127.0.0.1:")
     line(output, "OK", "ASYNC")
@@ -479,6 +485,28 @@ def test_worker_without_scheduler_warns(
     assert error is None, output
     line(output, "OK", f"worker {worker.name}")
     line(output, "WARN", "no scheduler runs for queue 'default'")
+
+
+@pytest.mark.worker
+def test_a_worker_started_before_a_settings_change_is_named(
+    queue_settings: Any,
+    indexnow_settings: Callable[..., Any],
+    start_worker: Callable[..., Any],
+    run_check: Any,
+) -> None:
+    """DRY_RUN turned on for the web process, the worker not restarted: it still sends."""
+    worker = start_worker(same_settings(queue_settings))
+    indexnow_settings(DRY_RUN=True)
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "DRY_RUN is True: requests to engines are logged, not sent")
+    found = line(output, "WARN", f"worker {worker.name} on ")
+    assert f"(pid {worker.pid}) was started with other INDEXNOW settings than these" in found
+    assert found.endswith("; DRY_RUN is False there, True here: it sends to the engines for real")
+    assert "restart the workers after every change to the settings" in output
+    assert "the workers run with these INDEXNOW settings" not in output
 
 
 def test_synchronous_queue_warns(
