@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_submit import redis_database  # noqa: E402
 
-from indexnow_django.debounce import _CLAIM_SCRIPT, EXPIRY_SLACK, _digests  # noqa: E402
+from indexnow_django.debounce.redis_store import EXPIRY_SLACK, claim_script, digests  # noqa: E402
 
 BATCH = 10_000
 TTL = 600
@@ -80,7 +80,7 @@ def run(conn: Any, name: str, batches: list[bytes]) -> float:
     """Server CPU seconds for every batch through the script ``name``."""
     conn.flushdb()
     if name == "claim":
-        sha = conn.script_load(_CLAIM_SCRIPT)
+        sha = conn.script_load(claim_script())
         now = int(time.time())
 
         def call(blob: bytes) -> Any:
@@ -109,7 +109,7 @@ def main() -> None:
 
     with redis_database(args.redis) as (conn, _):
         urls = [f"https://www.example.com/articles/{n}/" for n in range(args.urls)]
-        batches = [_digests(urls[i : i + BATCH]) for i in range(0, len(urls), BATCH)]
+        batches = [digests(urls[i : i + BATCH]) for i in range(0, len(urls), BATCH)]
         del urls
         print(f"{args.urls:,} new URLs in batches of {BATCH:,}, one script call per batch")
         print(f"{'script':<12} {'server CPU s per 1M URLs':>25} {'ms per batch':>13}")

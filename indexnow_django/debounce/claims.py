@@ -1,0 +1,37 @@
+"""What the debounce store's layouts share: a claim, the two sides of a URL, the keys' names."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from ..client import Engine
+
+__all__ = ["GONE", "KEY_PREFIX", "PUBLIC", "Claim", "engine_prefix", "url_digest"]
+
+KEY_PREFIX = "indexnow:debounce:"
+#: Side of a URL: public (its page is there) or gone (unpublished, deleted).
+PUBLIC, GONE = "0", "1"
+
+
+def url_digest(url: str) -> bytes:
+    """The 8-byte digest that stands for ``url`` in the store."""
+    return hashlib.blake2s(url.encode(), digest_size=8).digest()
+
+
+def engine_prefix(engine: Engine) -> str:
+    """The start of the name of every key the store keeps for ``engine`` (its endpoint)."""
+    return f"{KEY_PREFIX}{hashlib.blake2s(engine.endpoint.encode(), digest_size=5).hexdigest()}:"
+
+
+@dataclass
+class Claim:
+    """The URLs of one batch that one sender may post to one engine, and how to settle them."""
+
+    engine: Engine
+    #: The URLs this sender may post, in the order given.
+    urls: list[str] = field(default_factory=list)
+    #: How many URLs were left out (accepted within the TTL, or in flight elsewhere).
+    debounced: int = 0
+    #: The claims to record or release: ``(claim id, side, window)``.
+    handles: list[tuple[str, str, int]] = field(default_factory=list)

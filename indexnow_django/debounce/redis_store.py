@@ -1,0 +1,146 @@
+"""The debounce store on Redis (Django's ``RedisCache`` or django-redis): its layout and claims.
+
+Per engine, all under one prefix built once by the cache's key function:
+
+* time windows as wide as the TTL; a URL's entry lives in the window of its
+  claim, in one of 16,384 small hashes (kept in Redis's compact listpack
+  encoding), under a 6-byte field (the URL's 8-byte BLAKE2s digest less the
+  two bytes that chose the hash) whose value is the claim number;
+* per claim, a small hash: claimed or accepted, the side, when it was
+  accepted, and who holds it. Recording or releasing a claim is one write
+  whatever the number of URLs.
+
+A URL is "sent within the TTL" when its entry in the current or the previous
+window belongs to an accepted claim of the same side younger than the TTL. A
+claim is one call of a server-side script per batch (``claim.lua``, next to
+this module); its keys expire with their window. About 14 bytes of Redis per
+URL, beyond a fixed 2.5 MB or so per engine once the 16,384 hashes exist.
+
+The time is the caller's (``now``): Redis's own clock only expires keys.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable, Collection, Sequence
+from importlib.resources import files
+from typing import Any
+
+from ..client import Engine
+from .claims import GONE, PUBLIC, Claim
+
+__all__ = ["EXPIRY_SLACK", "claim_on_redis", "claim_script", "digests", "settle_on_redis"]
+
+#: Windows expire this long after they stop being consulted (clock skew between hosts).
+EXPIRY_SLACK = 60
+_SIX_BITS = bytes(n % 64 for n in range(256))
+
+
+@functools.cache
+def claim_script() -> str:
+    """The Lua source of the claim (``claim.lua``, a resource of this package)."""
+    return files(__package__).joinpath("claim.lua").read_text(encoding="utf-8")
+
+
+def digests(urls: list[str]) -> bytes:
+    """The 8-byte digest of each URL, end to end (inlined: this runs per URL), with the
+    second byte of each reduced to the 6 bits that choose the hash (as the script wants)."""
+    blake2s = hashlib.blake2s
+    joined = bytearray(b"".join([blake2s(url.encode(), digest_size=8).digest() for url in urls]))
+    joined[1::8] = joined[1::8].translate(_SIX_BITS)
+    return bytes(joined)
+
+
+def claim_on_redis(
+    client: Any,
+    prefix: str,
+    engine: Engine,
+    urls: Sequence[str],
+    gone: Collection[str],
+    *,
+    mode: str,
+    holder: str,
+    now: float,
+    ttl: int,
+    claim_ttl: int,
+    alive: Callable[[str], bool],
+) -> Claim:
+    """Claim ``urls`` (``gone`` those whose page is gone) in one script call per pass.
+
+    ``mode`` is ``claim``, ``force`` (every URL) or ``peek`` (read only). A
+    second pass runs only to take over the claims of holders that ``alive``
+    says are dead.
+    """
+    pending: dict[str, list[str]] = {PUBLIC: list(urls), GONE: []}
+    if gone:
+        pending[PUBLIC] = [url for url in urls if url not in gone]
+        pending[GONE] = [url for url in urls if url in gone]
+    result = Claim(engine)
+    script = claim_script()
+    for attempt in range(2):  # a second pass only to take over the claims of dead holders
+        reply = client.eval(
+            script,
+            0,
+            prefix,
+            int(now),
+            ttl,
+            ttl,
+            claim_ttl,
+            holder,
+            mode,
+            digests(pending[PUBLIC]),
+            digests(pending[GONE]),
+            EXPIRY_SLACK,
+        )
+        window = int(reply[5])
+        held: dict[str, list[str]] = {PUBLIC: [], GONE: []}
+        for side, token, answer in ((PUBLIC, reply[0], reply[2]), (GONE, reply[1], reply[3])):
+            if token:
+                result.handles.append((_text(token), side, window))
+            verdicts = _text(answer)
+            if len(verdicts) != len(pending[side]):
+                raise ValueError("the claim script answered for another number of URLs")
+            if verdicts.count("w") == len(verdicts):  # all new (most of a bulk submission)
+                result.urls.extend(pending[side])
+                continue
+            for url, verdict in zip(pending[side], verdicts, strict=True):
+                if verdict == "w":
+                    result.urls.append(url)
+                elif verdict == "h":
+                    held[side].append(url)
+                else:
+                    result.debounced += 1
+        holders = [_text(item) for item in reply[4]]
+        dead = [
+            token for token, who in zip(holders[::2], holders[1::2], strict=True) if not alive(who)
+        ]
+        if attempt or not dead or mode == "peek":
+            break
+        # The holders of these claims died before settling them: free their URLs.
+        client.delete(*(f"{prefix}t:{token}" for token in dead))
+        pending = held
+    result.debounced += len(held[PUBLIC]) + len(held[GONE])
+    if gone or attempt:  # keep the caller's order
+        allowed = set(result.urls)
+        result.urls = [url for url in urls if url in allowed]
+    return result
+
+
+def settle_on_redis(
+    client: Any, prefix: str, claim: Claim, *, accepted: bool, now: float, ttl: int
+) -> None:
+    """Record (accepted) or release ``claim``: one write per claim, in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for token, side, window in claim.handles:
+        key = f"{prefix}t:{token}"
+        if accepted:
+            pipe.hset(key, mapping={"s": "a", "g": side, "t": int(now)})
+            pipe.expireat(key, (window + 2) * ttl + EXPIRY_SLACK)
+        else:
+            pipe.delete(key)
+    pipe.execute()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
