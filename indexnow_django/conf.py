@@ -84,6 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "DEBOUNCE": {"CACHE": "default", "TTL": 600},
     "HTTP": {"TIMEOUT": 10},
     "HISTORY": {"ENABLED": True, "RETENTION_DAYS": 14},
+    "PREVIOUS_KEYS": [],
 }
 
 DISPATCH_MODES = ("auto", "queue", "sync")
@@ -124,6 +125,12 @@ class HostConfig:
     #: The scheme the site is served with on this host: ``BASE_URL``'s for its
     #: host, https for the others.
     scheme: str = "https"
+    #: Keys being rotated out: their key files are still served, nothing is sent with them.
+    previous_keys: tuple[str, ...] = ()
+
+    def serves(self, key: str) -> bool:
+        """Whether ``/<key>.txt`` on this host answers with ``key``."""
+        return key == self.key or key in self.previous_keys
 
     @property
     def key_file_url(self) -> str:
@@ -174,6 +181,8 @@ class IndexNowSettings:
     http_timeout: float
     history_enabled: bool = True
     history_retention_days: int = 14
+    #: ``PREVIOUS_KEYS``: the main key's predecessors, still served.
+    previous_keys: tuple[str, ...] = ()
     #: Seconds rq keeps a finished delivery job and its result (0: not at all).
     queue_result_ttl: int = 0
     #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
@@ -265,7 +274,9 @@ class IndexNowSettings:
         entries: dict[str, HostConfig] = {}
         problems: list[str] = []
         if raw_hosts is None:
-            entries[base.netloc] = HostConfig(base.netloc, self.key, self.key_location)
+            entries[base.netloc] = HostConfig(
+                base.netloc, self.key, self.key_location, previous_keys=self.previous_keys
+            )
         else:
             for name in raw_hosts:
                 options = (raw_hosts[name] if isinstance(raw_hosts, Mapping) else None) or {}
@@ -278,14 +289,20 @@ class IndexNowSettings:
                 if found:
                     problems.extend(problem.msg for problem in found)
                     continue
+                own_key = options.get("KEY")
+                previous = options.get("PREVIOUS_KEYS")
+                if previous is None:  # a host with the main key has its predecessors too
+                    previous = () if own_key else self.previous_keys
                 entries[host] = HostConfig(
                     host,
-                    options.get("KEY") or self.key,
-                    options.get("KEY_LOCATION")
-                    or (None if options.get("KEY") else self.key_location),
+                    own_key or self.key,
+                    options.get("KEY_LOCATION") or (None if own_key else self.key_location),
+                    previous_keys=tuple(previous),
                 )
         for host in contributed:
-            entries.setdefault(host, HostConfig(host, self.key, None))
+            entries.setdefault(
+                host, HostConfig(host, self.key, None, previous_keys=self.previous_keys)
+            )
         if base.scheme != "https" and base.netloc in entries:
             # Engines look for the key file over https unless told: name the
             # http one in every request (``keyLocation``).
@@ -308,9 +325,21 @@ class IndexNowSettings:
     def host_config(self, host: str) -> HostConfig | None:
         return self.hosts.get(host)
 
+    @property
+    def keys_per_host(self) -> bool:
+        """Whether some host serves other key files than the main key's (``Vary: Host``)."""
+        return any(
+            h.key != self.key or h.previous_keys != self.previous_keys for h in self.hosts.values()
+        )
+
     def mask(self, text: str) -> str:
-        """``text`` with every configured key (the main one and each host's) masked."""
-        return mask_keys(text, [self.key, *(h.key for h in self.hosts.values())])
+        """``text`` with every configured key (the main one, each host's, the previous
+        ones) masked."""
+        keys = [self.key, *self.previous_keys]
+        for h in self.hosts.values():
+            keys.append(h.key)
+            keys.extend(h.previous_keys)
+        return mask_keys(text, keys)
 
 
 def _merged(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -541,10 +570,11 @@ def _host_options(host: str, options: Any) -> Iterator[Problem]:
     if not isinstance(options, Mapping):
         yield Problem(
             "indexnow.E008",
-            f"{where} must be a dict with 'KEY' and 'KEY_LOCATION' (both optional).",
+            f"{where} must be a dict with 'KEY', 'KEY_LOCATION' and 'PREVIOUS_KEYS' "
+            "(all optional).",
         )
         return
-    yield from _unknown(where, options, {"KEY": None, "KEY_LOCATION": None})
+    yield from _unknown(where, options, {"KEY": None, "KEY_LOCATION": None, "PREVIOUS_KEYS": None})
     key = options.get("KEY")
     if key is not None and not _valid_key(key):
         yield Problem(
@@ -560,6 +590,40 @@ def _host_options(host: str, options: Any) -> Iterator[Problem]:
             "indexnow.E005",
             f"{where}['KEY_LOCATION'] must be an absolute http(s) URL or None.",
         )
+    if options.get("PREVIOUS_KEYS") is not None:
+        yield from _previous_keys(f"{where}['PREVIOUS_KEYS']", options["PREVIOUS_KEYS"], key)
+
+
+def _previous_keys(where: str, value: Any, current: Any) -> Iterator[Problem]:
+    """The problems of a ``PREVIOUS_KEYS`` list: keys, none of them the current one."""
+    hint = (
+        "List the keys being rotated out, e.g. ['<old key>']: their key files stay served "
+        "while engines may still check submissions made with them."
+    )
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        yield Problem(
+            "indexnow.E021", f"{where} must be a list of keys, not {type(value).__name__}.", hint
+        )
+        return
+    for key in value:
+        if not _valid_key(key):
+            yield Problem(
+                "indexnow.E021",
+                f"{where} holds {key!r}, which is not 8 to 128 characters of A-Z, a-z, 0-9 "
+                "and '-'.",
+                hint,
+            )
+        elif key == current:
+            yield Problem(
+                "indexnow.E021",
+                f"{where} holds the current key {mask_key(key)}.",
+                "A key is either current (KEY) or being rotated out (PREVIOUS_KEYS): remove "
+                "it from PREVIOUS_KEYS.",
+            )
+
+
+def _rule_previous_keys(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    yield from _previous_keys("INDEXNOW['PREVIOUS_KEYS']", conf["PREVIOUS_KEYS"], conf["KEY"])
 
 
 def _rule_engines(conf: Mapping[str, Any]) -> Iterator[Problem]:
@@ -718,6 +782,7 @@ def _rule_history(conf: Mapping[str, Any]) -> Iterator[Problem]:
 #: Rules of the top-level keys, in the order their problems are reported.
 RULES: tuple[Rule, ...] = (
     _rule_key,
+    _rule_previous_keys,
     _rule_key_location,
     _rule_base_url,
     _rule_hosts,
@@ -813,6 +878,7 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         http_timeout=conf["HTTP"]["TIMEOUT"],
         history_enabled=conf["HISTORY"]["ENABLED"],
         history_retention_days=conf["HISTORY"]["RETENTION_DAYS"],
+        previous_keys=tuple(conf["PREVIOUS_KEYS"]),
     )
 
 

@@ -911,6 +911,16 @@ def _hosts_section(
             key=mask_key(host_conf.key),
             key_file_url=url,
         )
+        if host_conf.previous_keys:
+            previous = [mask_key(key) for key in host_conf.previous_keys]
+            diag.add(
+                "hosts",
+                Status.OK,
+                f"{host}: previous key(s) {', '.join(previous)}: their key files are still "
+                "served, nothing is sent with them (PREVIOUS_KEYS)",
+                host=host,
+                previous_keys=previous,
+            )
         location_host = urlsplit(url).netloc.lower()
         if host_conf.key_location and location_host != host:
             diag.add(

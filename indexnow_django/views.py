@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 
 from .conf import get_settings
@@ -13,7 +14,15 @@ from .normalize import normalize_host
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["key_file"]
+__all__ = ["KEY_FILE_MAX_AGE", "key_file"]
+
+
+#: ``Cache-Control`` max-age of a key file, in seconds: a day. What ``/<KEY>.txt`` holds
+#: never changes (its name is the key), it can only go away when the key is retired,
+#: and a copy kept by a proxy or CDN after that is harmless; a day spares the site the
+#: fetches of every engine checking every submission, and lets a retired key's file
+#: leave the caches within the day.
+KEY_FILE_MAX_AGE = 24 * 3600
 
 
 @require_safe
@@ -22,7 +31,9 @@ def key_file(request: HttpRequest, key: str) -> HttpResponse:
 
     With per-host keys (``HOSTS`` as a dict) the host's own key is served; on
     a host that is not configured (a development server, say) the main
-    ``KEY``. Any other file name is a 404.
+    ``KEY``. The files of ``PREVIOUS_KEYS`` (the host's, or the main ones) are
+    served too. Any other file name is a 404. The answer may be cached for
+    :data:`KEY_FILE_MAX_AGE`; with per-host keys it varies with ``Host``.
     """
     try:
         conf = get_settings()
@@ -31,7 +42,6 @@ def key_file(request: HttpRequest, key: str) -> HttpResponse:
             "IndexNow key file requested but settings.INDEXNOW is invalid; answering 404"
         )
         raise Http404("No key file") from None
-    expected = conf.key
     try:
         host = normalize_host(request.get_host())
     except Exception:  # DisallowedHost, a malformed Host header: serve the main key
@@ -41,9 +51,13 @@ def key_file(request: HttpRequest, key: str) -> HttpResponse:
         if host_conf is None and conf.reread_hosts():  # a tenant added since the last read
             host_conf = conf.host_config(host)
     if host_conf is not None:
-        expected = host_conf.key
-    if key != expected:
+        served = host_conf.serves(key)
+    else:
+        served = key == conf.key or key in conf.previous_keys
+    if not served:
         raise Http404("No such key file")
-    response = HttpResponse(expected, content_type="text/plain; charset=utf-8")
-    response["Cache-Control"] = "public, max-age=3600"
+    response = HttpResponse(key, content_type="text/plain; charset=utf-8")
+    response["Cache-Control"] = f"public, max-age={KEY_FILE_MAX_AGE}"
+    if conf.keys_per_host:
+        patch_vary_headers(response, ["Host"])
     return response

@@ -55,7 +55,7 @@ def test_unknown_key_suggests_the_right_one(settings):
         checks.Error(
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
-            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY.",
+            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY, PREVIOUS_KEYS.",
             id="indexnow.E002",
         )
     ]
@@ -661,3 +661,55 @@ def test_manage_py_check_shows_the_missing_include(settings):
     settings.ROOT_URLCONF = "tests.urls_without_key_file"
     ids = [m.id for m in checks.run_checks()]
     assert "indexnow.W007" in ids
+
+
+PREVIOUS_HINT = (
+    "List the keys being rotated out, e.g. ['<old key>']: their key files stay served "
+    "while engines may still check submissions made with them."
+)
+
+
+def test_previous_keys_must_be_a_list_of_keys(settings):
+    assert errors_for(settings, {**VALID, "PREVIOUS_KEYS": "old-key-12345678"}) == [
+        checks.Error(
+            "INDEXNOW['PREVIOUS_KEYS'] must be a list of keys, not str.",
+            hint=PREVIOUS_HINT,
+            id="indexnow.E021",
+        )
+    ]
+    assert errors_for(settings, {**VALID, "PREVIOUS_KEYS": ["old-key-12345678", "short"]}) == [
+        checks.Error(
+            "INDEXNOW['PREVIOUS_KEYS'] holds 'short', which is not 8 to 128 characters of "
+            "A-Z, a-z, 0-9 and '-'.",
+            hint=PREVIOUS_HINT,
+            id="indexnow.E021",
+        )
+    ]
+
+
+def test_previous_keys_may_not_hold_the_current_key(settings):
+    hosts = {"shop.example.com": {"KEY": "shop-key-1234567", "PREVIOUS_KEYS": ["shop-key-1234567"]}}
+    value = {**VALID, "PREVIOUS_KEYS": ["test-key-0123456789"], "HOSTS": hosts}
+    hint = (
+        "A key is either current (KEY) or being rotated out (PREVIOUS_KEYS): remove it from "
+        "PREVIOUS_KEYS."
+    )
+    assert errors_for(settings, value) == [
+        checks.Error(
+            "INDEXNOW['PREVIOUS_KEYS'] holds the current key test…6789.",
+            hint=hint,
+            id="indexnow.E021",
+        ),
+        checks.Error(
+            "INDEXNOW['HOSTS']['shop.example.com']['PREVIOUS_KEYS'] holds the current key "
+            "shop…4567.",
+            hint=hint,
+            id="indexnow.E021",
+        ),
+    ]
+
+
+def test_previous_keys_top_level_and_per_host_are_valid(settings):
+    hosts = {"shop.example.com": {"KEY": "shop-key-1234567", "PREVIOUS_KEYS": ["shop-old-7654321"]}}
+    value = {**VALID, "PREVIOUS_KEYS": ["old-key-12345678"], "HOSTS": hosts}
+    assert errors_for(settings, value) == []

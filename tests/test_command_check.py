@@ -431,6 +431,26 @@ def test_per_host_keys_are_each_fetched(
     assert "blog-key-98765432" not in output
 
 
+def test_previous_keys_are_listed_per_host_masked(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    indexnow_settings(
+        PREVIOUS_KEYS=["old-main-1234567"],
+        HOSTS={
+            "www.example.com": {},
+            "blog.example.com": {"KEY": "blog-key-98765432", "PREVIOUS_KEYS": ["blog-old-1111"]},
+        },
+    )
+
+    output, _ = run_check("--offline")
+
+    line(
+        output, "OK", "www.example.com: previous key(s) old-…4567: their key files are still served"
+    )
+    line(output, "OK", "blog.example.com: previous key(s) blog…1111: their key files")
+    assert "old-main-1234567" not in output and "blog-old-1111" not in output
+
+
 def test_malformed_settings_fail_with_their_check_ids(
     indexnow_settings: Callable[..., Any], run_check: Any
 ) -> None:

@@ -63,3 +63,65 @@ def test_indexnow_key_prints_a_new_key():
     call_command("indexnow_key", stdout=second)
     assert re.fullmatch(r"[0-9a-f]{32}\n", first.getvalue())
     assert first.getvalue() != second.getvalue()
+
+
+def test_key_file_may_be_cached_for_a_day_and_does_not_vary_with_one_key(client):
+    response = client.get(f"/{KEY}.txt")
+    assert response["Cache-Control"] == "public, max-age=86400"
+    assert not response.has_header("Vary")
+
+
+def test_key_file_varies_with_host_when_keys_are_per_host(client, per_host):
+    response = client.get("/blog-key-abcdefgh.txt", HTTP_HOST="blog.example.com")
+    assert response["Cache-Control"] == "public, max-age=86400"
+    assert response["Vary"] == "Host"
+    assert client.get(f"/{KEY}.txt", HTTP_HOST="www.example.com")["Vary"] == "Host"
+
+
+def test_previous_keys_files_are_still_served(client, indexnow_settings):
+    indexnow_settings(PREVIOUS_KEYS=["old-key-12345678"])
+
+    old = client.get("/old-key-12345678.txt")
+    assert old.status_code == 200 and old.content == b"old-key-12345678"
+    assert client.get(f"/{KEY}.txt").content == KEY.encode()
+    assert client.get("/older-key-1234567.txt").status_code == 404
+
+
+def test_per_host_previous_keys_sit_next_to_the_hosts_key(client, indexnow_settings):
+    indexnow_settings(
+        PREVIOUS_KEYS=["old-main-1234567"],
+        HOSTS={
+            "www.example.com": {},
+            "blog.example.com": {"KEY": "blog-key-abcdefgh", "PREVIOUS_KEYS": ["blog-old-1234567"]},
+            "shop.example.com": {"KEY": "shop-key-abcdefgh"},
+        },
+    )
+
+    def status(name, host):
+        return client.get(f"/{name}.txt", HTTP_HOST=host).status_code
+
+    assert status("blog-old-1234567", "blog.example.com") == 200
+    assert status("blog-old-1234567", "www.example.com") == 404
+    # A host with the main key keeps the main key's predecessors; one with its own does not.
+    assert status("old-main-1234567", "www.example.com") == 200
+    assert status("old-main-1234567", "blog.example.com") == 404
+    assert status("old-main-1234567", "shop.example.com") == 404
+
+
+def test_nothing_is_sent_with_a_previous_key(engine, indexnow_settings):
+    from indexnow_django.dispatch import dispatch
+
+    indexnow_settings(
+        PREVIOUS_KEYS=["old-key-12345678"],
+        HOSTS={
+            "www.example.com": {},
+            "blog.example.com": {"KEY": "blog-key-abcdefgh", "PREVIOUS_KEYS": ["blog-old-1234567"]},
+        },
+    )
+
+    dispatch(["/a/", "https://blog.example.com/b/"])
+
+    assert sorted(post.json["key"] for post in engine.posts) == [
+        "blog-key-abcdefgh",
+        "test-key-0123456789",
+    ]
