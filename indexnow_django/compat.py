@@ -17,8 +17,11 @@ django-redis or redis-py release changes the internal it reads:
   the commit (a rolled-back savepoint removes its own), as
   ``(savepoint ids, callback, robust)`` entries; and, while the commit runs
   them, CPython freeing a dropped callback at once;
-* :func:`scheduler_died`: ``RQScheduler._process``, the process in which rq's
-  worker runs its scheduler;
+* :func:`scheduler_died` and :func:`scheduler_running`: ``RQScheduler._process``,
+  the process in which rq's worker runs its scheduler;
+* :func:`take_over_scheduler_lock`: ``RQScheduler._queue_names``, ``name`` and
+  ``interval``, and that rq's lock key of a queue holds the name of the
+  scheduler that serves it, renewed to ``interval + 60`` seconds;
 * :func:`thread_connection`: that ``django.db.connections`` keeps one
   connection object per alias for the life of a thread that runs no event
   loop (asgiref's thread-critical ``Local``), so a tracked save need not ask
@@ -45,6 +48,8 @@ __all__ = [
     "redis_cache_client",
     "run_after_response",
     "scheduler_died",
+    "scheduler_running",
+    "take_over_scheduler_lock",
     "thread_connection",
 ]
 
@@ -180,6 +185,56 @@ def scheduler_died(scheduler: Any) -> bool:
     """
     process = getattr(scheduler, "_process", None)
     return process is not None and not process.is_alive()
+
+
+def scheduler_running(scheduler: Any) -> bool:
+    """Whether the scheduler that an rq worker may start runs in its process now."""
+    process = getattr(scheduler, "_process", None)
+    return process is not None and process.is_alive()
+
+
+#: Replace the holder of a lock (``ARGV[1]``) by another (``ARGV[2]``), only if it
+#: still holds it: two workers taking over at once cannot both get it.
+_TAKE_OVER_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
+    return 1
+end
+return 0
+"""
+
+
+def take_over_scheduler_lock(
+    scheduler: Any, death: Callable[[Any], str | None]
+) -> list[tuple[str, str]]:
+    """Give ``scheduler`` the lock of each of its queues whose holder has stopped.
+
+    ``death(holder)`` says why a holder (an ``RQScheduler`` read from Redis)
+    is not alive, or ``None``; a holder without a record in Redis is gone.
+    The lock is renewed for the time rq gives it; ``scheduler.acquire_locks``
+    then finds it its own. Returns ``(queue name, former holder)`` pairs.
+    """
+    from rq.exceptions import SchedulerNotFound
+    from rq.scheduler import RQScheduler
+
+    connection = scheduler.connection
+    taken: list[tuple[str, str]] = []
+    for name in sorted(scheduler._queue_names):
+        key = scheduler.get_locking_key(name)
+        raw = connection.get(key)
+        if raw is None:
+            continue
+        holder = raw.decode() if isinstance(raw, bytes) else str(raw)
+        if holder == scheduler.name:
+            continue
+        try:
+            stopped = death(RQScheduler.fetch(holder, connection)) is not None
+        except SchedulerNotFound:
+            stopped = True
+        ttl = int(scheduler.interval) + 60
+        if stopped and connection.eval(_TAKE_OVER_SCRIPT, 1, key, holder, scheduler.name, ttl):
+            taken.append((name, holder))
+    return taken
 
 
 _threads = threading.local()

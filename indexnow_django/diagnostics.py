@@ -577,6 +577,8 @@ def _persistence(diag: Diagnosis, conn: Any, location: str) -> None:
 def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
     from rq.scheduler import RQScheduler
 
+    from .worker import SCHEDULER_TAKEOVER_AFTER, SWEEP_EVERY, WORKER_CLASS_LINE
+
     name = conf.queue_name
     if not state.is_async:
         diag.add(
@@ -624,11 +626,21 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
     lock_key = RQScheduler.get_locking_key(name)
     holder = state.connection.get(lock_key)
     if holder is None:
+        if workers:
+            hint = (
+                f"The {len(workers)} worker(s) of the queue hold no scheduler lock: they were "
+                "started without --with-scheduler, or they run rq's own worker class, which "
+                "asks for the lock only in its maintenance (every 10 minutes) when the "
+                f"scheduler that had it stopped. {WORKER_CLASS_LINE} asks every {SWEEP_EVERY} "
+                f"seconds and takes over from a scheduler that stopped. Start with: {start_hint}"
+            )
+        else:
+            hint = f"Start (at least) one worker with --with-scheduler: {start_hint}"
         diag.add(
             "workers",
             Status.WARN,
             f"no scheduler runs for queue {name!r}: retries and scheduled submissions never run",
-            f"Start (at least) one worker with --with-scheduler: {start_hint}",
+            hint,
             scheduler=None,
         )
         return
@@ -649,8 +661,11 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
                 Status.WARN,
                 f"no scheduler is alive for queue {name!r}: the scheduler{where} still holds "
                 f"its lock but {dead}; retries and scheduled submissions wait until another "
-                "one takes the lock when it lapses (about a minute)",
-                f"Restart the worker under a supervisor that keeps it running: {start_hint}",
+                "one takes the lock",
+                f"A worker with {WORKER_CLASS_LINE} and --with-scheduler takes it over within "
+                f"{SWEEP_EVERY + SCHEDULER_TAKEOVER_AFTER:.0f} seconds; rq's own worker class "
+                "waits for the lock to lapse (a minute) and for its maintenance (up to 10 "
+                f"minutes). Keep the workers running under a supervisor: {start_hint}",
                 scheduler={**details, "alive": False},
             )
             return
@@ -742,35 +757,11 @@ SCHEDULER_STALE_AFTER = 30.0
 def _scheduler_death(scheduler: Any) -> str | None:
     """Why the scheduler that holds a queue's lock is not alive, or ``None`` if it may be.
 
-    Its lock outlives it by up to a minute. On this machine its process can be
-    looked at; elsewhere, rq 3 records a heartbeat every second or so.
+    Its lock outlives it by up to a minute.
     """
-    import os
-    from datetime import datetime, timezone
+    from .worker import scheduler_death
 
-    pid = getattr(scheduler, "pid", 0)
-    if pid and getattr(scheduler, "hostname", None) == socket.gethostname():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return "its process is gone"
-        except PermissionError:
-            pass  # another user's process: alive
-        else:
-            try:
-                with open(f"/proc/{pid}/stat") as stat:
-                    if stat.read().rpartition(")")[2].split()[0] == "Z":
-                        return "its process is gone"
-            except (OSError, IndexError):
-                pass
-    beat = getattr(scheduler, "last_heartbeat", None)
-    if isinstance(beat, datetime):
-        if beat.tzinfo is None:
-            beat = beat.replace(tzinfo=timezone.utc)
-        age = (datetime.now(timezone.utc) - beat).total_seconds()
-        if age > SCHEDULER_STALE_AFTER:
-            return f"its last heartbeat was {age:.0f}s ago"
-    return None
+    return scheduler_death(scheduler, SCHEDULER_STALE_AFTER)
 
 
 def _worker_class(diag: Diagnosis) -> None:

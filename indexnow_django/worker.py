@@ -23,22 +23,41 @@ processes kept in the database while Redis could not take their jobs
 (:mod:`indexnow_django.pending`). A busy worker looks when it is idle again;
 any idle worker of the queue will do.
 
+A worker that has no scheduler running (it never got the lock, or its
+scheduler died) asks for the lock at each look, and takes it over from a
+holder that stopped: one whose process is gone from this machine, or whose
+heartbeat is older than :data:`SCHEDULER_TAKEOVER_AFTER` seconds (its lock
+would otherwise outlive it by a minute, and rq would ask again only in its
+10-minute maintenance). After a Sentinel failover the dead holder's lock is on
+the new master too: a scheduler runs again within seconds.
+
+The worker rides out a lost Redis (a failover, a restart, a Redis that refuses
+writes for memory) wherever rq would quit: its heartbeats while a job runs,
+the end of a job, the suspension check and the maintenance. rq tolerates it
+only while it waits for a job. A job whose end could not be recorded is left
+to the look for dead workers' jobs (delivery jobs) and to rq's maintenance.
+
 :class:`SimpleWorker` is the same for rq's non-forking worker, and
 :class:`UnitOfWorkMixin` adds the behaviour to a worker class of your own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import time
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq.worker import SimpleWorker as RQSimpleWorker
 from rq.worker import Worker as RQWorker
 
 from .collector import batch
-from .compat import scheduler_died
+from .compat import scheduler_died, scheduler_running, take_over_scheduler_lock
 from .conf import get_settings, settings_fingerprint
 from .jobs import resend_orphans
 from .queue import get_queue
@@ -46,6 +65,7 @@ from .queue import get_queue
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "SCHEDULER_TAKEOVER_AFTER",
     "SETTINGS_FIELD",
     "SWEEP_EVERY",
     "WORKER_CLASS_LINE",
@@ -54,6 +74,7 @@ __all__ = [
     "Worker",
     "configured_worker_class",
     "is_wired",
+    "scheduler_death",
 ]
 
 #: The line of settings that makes ``manage.py rqworker`` flush jobs' URLs.
@@ -67,6 +88,13 @@ SWEEP_EVERY = 10
 #: :func:`~indexnow_django.conf.settings_fingerprint` of the settings the worker
 #: started with; ``indexnow_check`` compares it with its own.
 SETTINGS_FIELD = "indexnow_settings"
+
+#: A scheduler that holds a queue's lock and has not beaten for this many seconds
+#: (rq's beats every second) has stopped: a worker without a scheduler takes its lock.
+SCHEDULER_TAKEOVER_AFTER = 10.0
+
+#: What Redis raises when it cannot be reached for a while, or refuses writes.
+REDIS_OUTAGE = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, ReadOnlyError)
 
 
 class UnitOfWorkMixin:
@@ -84,6 +112,7 @@ class UnitOfWorkMixin:
     """
 
     _indexnow_next_sweep = 0.0
+    _indexnow_burst = False
     _kept_failed = False  # said once per process, then quietly
 
     def register_birth(self, *args: Any, **kwargs: Any) -> None:
@@ -97,6 +126,11 @@ class UnitOfWorkMixin:
             )
         except Exception:
             logger.exception("IndexNow could not record the settings this worker runs with")
+
+    def work(self, burst: bool = False, *args: Any, **kwargs: Any) -> bool:
+        self._indexnow_burst = bool(burst)
+        worked: bool = super().work(burst, *args, **kwargs)  # type: ignore[misc]
+        return worked
 
     def perform_job(self, *args: Any, **kwargs: Any) -> bool:
         with batch():
@@ -113,24 +147,105 @@ class UnitOfWorkMixin:
         return rq_wants or time.monotonic() >= self._indexnow_next_sweep
 
     def run_maintenance_tasks(self) -> None:
-        if super().should_run_maintenance_tasks:  # type: ignore[misc]
-            super().run_maintenance_tasks()  # type: ignore[misc]
         self._indexnow_next_sweep = time.monotonic() + SWEEP_EVERY
+        if super().should_run_maintenance_tasks:  # type: ignore[misc]
+            try:
+                super().run_maintenance_tasks()  # type: ignore[misc]
+            except REDIS_OUTAGE as exc:
+                self._redis_lost("rq's maintenance", exc)
         self.restart_scheduler()
         self.resend_orphans()
         self.enqueue_kept()
 
-    def restart_scheduler(self) -> None:
-        """Start this worker's scheduler again if its process died (a Redis restart ends it).
+    # Riding out a lost Redis ------------------------------------------------------
 
-        rq does so in its maintenance only, every 10 minutes: meanwhile retries
-        and scheduled publications would wait. Never raises.
+    def _redis_lost(self, during: str, exc: Exception) -> None:
+        # Look again (scheduler, orphans) as soon as Redis answers, not a sweep later.
+        self._indexnow_next_sweep = 0.0
+        logger.warning(
+            "IndexNow: worker %s lost Redis during %s (%s: %s); carrying on",
+            getattr(self, "name", "?"),
+            during,
+            type(exc).__name__,
+            exc,
+        )
+
+    def heartbeat(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().heartbeat(*args, **kwargs)  # type: ignore[misc]
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("its heartbeat", exc)
+
+    def maintain_heartbeats(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().maintain_heartbeats(*args, **kwargs)  # type: ignore[misc]
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("a job's heartbeat", exc)
+
+    def set_current_job_working_time(self, *args: Any, **kwargs: Any) -> None:
+        # rq 2 only (called while the work horse runs).
+        try:
+            super().set_current_job_working_time(*args, **kwargs)  # type: ignore[misc]
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("a job's heartbeat", exc)
+
+    def set_state(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().set_state(*args, **kwargs)  # type: ignore[misc]
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("a change of state", exc)
+
+    def check_for_suspension(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().check_for_suspension(*args, **kwargs)  # type: ignore[misc]
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("the suspension check", exc)
+
+    def execute_job(self, job: Any, queue: Any) -> None:
+        try:
+            super().execute_job(job, queue)  # type: ignore[misc]
+        except REDIS_OUTAGE as exc:
+            self._redis_lost(f"job {job.id}", exc)
+            # Never leave a work horse behind: wait for it as rq would have.
+            horse = int(getattr(self, "_horse_pid", 0) or 0)
+            if horse:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(horse, 0)
+                self._horse_pid = 0
+            logger.warning(
+                "IndexNow: the end of job %s could not be recorded; a delivery job is sent "
+                "again when its heartbeat has stopped, rq's maintenance fails any other",
+                job.id,
+            )
+
+    # The scheduler ------------------------------------------------------------------
+
+    def restart_scheduler(self) -> None:
+        """Run this worker's scheduler if none runs for its queues: start it again when its
+        process died (a Redis restart ends it), ask for the lock when another worker
+        held it, and take the lock of a holder that stopped (see the module).
+
+        rq does the first two in its maintenance only, every 10 minutes, and never the
+        last: meanwhile retries and scheduled publications would wait. Never raises.
         """
         scheduler = getattr(self, "scheduler", None)
+        if scheduler is None or self._indexnow_burst or scheduler_running(scheduler):
+            return
         try:
-            if scheduler is not None and scheduler_died(scheduler):
+            died = scheduler_died(scheduler)
+            if died:
                 logger.warning("IndexNow: the scheduler of this worker died; starting it again")
-                scheduler.acquire_locks(auto_start=True)
+            for name, holder in take_over_scheduler_lock(scheduler, scheduler_death):
+                logger.warning(
+                    "IndexNow: took over the scheduler lock of queue %s from scheduler %s, "
+                    "which has stopped",
+                    name,
+                    holder,
+                )
+            if scheduler.acquire_locks(auto_start=True) and not died:
+                logger.info("IndexNow: this worker runs the scheduler now")
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("the start of its scheduler", exc)
         except Exception:
             logger.exception("IndexNow could not start the scheduler again")
 
@@ -139,6 +254,8 @@ class UnitOfWorkMixin:
         for queue in self.queues:  # type: ignore[attr-defined]
             try:
                 resend_orphans(queue)
+            except REDIS_OUTAGE as exc:
+                self._redis_lost("the look for orphaned jobs", exc)
             except Exception:
                 logger.exception("IndexNow could not look for orphaned jobs queue=%s", queue.name)
 
@@ -195,3 +312,38 @@ def is_wired() -> bool:
     """Whether ``manage.py rqworker`` (without ``--worker-class``) gives jobs a unit of work."""
     _, cls = configured_worker_class()
     return cls is not None and issubclass(cls, UnitOfWorkMixin)
+
+
+def scheduler_death(scheduler: Any, stale_after: float = SCHEDULER_TAKEOVER_AFTER) -> str | None:
+    """Why the rq scheduler ``scheduler`` (as fetched from Redis) is not alive, or ``None``.
+
+    On this machine its process can be looked at; elsewhere its heartbeat
+    (rq's scheduler records one each second or so) must be younger than
+    ``stale_after`` seconds.
+    """
+    import socket
+    from datetime import datetime, timezone
+
+    pid = getattr(scheduler, "pid", 0)
+    if pid and getattr(scheduler, "hostname", None) == socket.gethostname():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "its process is gone"
+        except PermissionError:
+            pass  # another user's process: alive
+        else:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    if stat.read().rpartition(")")[2].split()[0] == "Z":
+                        return "its process is gone"
+            except (OSError, IndexError):
+                pass
+    beat = getattr(scheduler, "last_heartbeat", None)
+    if isinstance(beat, datetime):
+        if beat.tzinfo is None:
+            beat = beat.replace(tzinfo=timezone.utc)
+        age = (datetime.now(timezone.utc) - beat).total_seconds()
+        if age > stale_after:
+            return f"its last heartbeat was {age:.0f}s ago"
+    return None

@@ -53,7 +53,8 @@ def _die_with_parent() -> None:
 class RedisServer:
     """A redis-server of the test's own, on a free port: stopped, frozen and restarted for real."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
+        """``args``: more redis-server options (``"--replicaof", "127.0.0.1", "6379"``)."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -63,6 +64,7 @@ class RedisServer:
         self.binary = binary
         self.port = free_port()
         self.workdir = tempfile.mkdtemp(prefix="indexnow-redis-")
+        self.args = tuple(args)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -87,6 +89,7 @@ class RedisServer:
                 self.workdir,
                 "--loglevel",
                 "warning",
+                *self.args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -109,6 +112,12 @@ class RedisServer:
             self.proc.terminate()
             self.proc.wait(5)
 
+    def kill(self) -> None:
+        """SIGKILL, as a machine that dies: nothing is written, no client is told."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(5)
+
     def freeze(self) -> None:
         """SIGSTOP: connections are accepted by the kernel and never answered."""
         assert self.proc is not None
@@ -118,6 +127,85 @@ class RedisServer:
         """SIGCONT."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGCONT)
+
+
+class SentinelGroup:
+    """A Redis master, its replica and a Sentinel watching them, each on a free port.
+
+    The Sentinel (``redis-server --sentinel``) calls the master down after
+    :attr:`DOWN_AFTER_MS` and promotes the replica. :meth:`rq_queue` is the
+    ``RQ_QUEUES`` entry that reaches the master through the Sentinel.
+    """
+
+    SERVICE = "indexnow-test"
+    DOWN_AFTER_MS = 1000
+
+    def __init__(self) -> None:
+        self.master = RedisServer()
+        self.replica = RedisServer("--replicaof", "127.0.0.1", str(self.master.port))
+        self.sentinel_port = free_port()
+        self.workdir = tempfile.mkdtemp(prefix="indexnow-sentinel-")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> SentinelGroup:
+        self.master.start()
+        self.replica.start()
+        config = Path(self.workdir) / "sentinel.conf"
+        config.write_text(
+            f"port {self.sentinel_port}\n"
+            "bind 127.0.0.1\n"
+            f"dir {self.workdir}\n"
+            f"sentinel monitor {self.SERVICE} 127.0.0.1 {self.master.port} 1\n"
+            f"sentinel down-after-milliseconds {self.SERVICE} {self.DOWN_AFTER_MS}\n"
+            f"sentinel failover-timeout {self.SERVICE} 10000\n"
+            f"sentinel parallel-syncs {self.SERVICE} 1\n"
+        )
+        self.proc = subprocess.Popen(
+            [self.master.binary, str(config), "--sentinel", "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                # The replica is in sync and the Sentinel knows about it.
+                replicas = self.sentinel().sentinel_slaves(self.SERVICE)
+                if replicas and replicas[0].get("master-link-status") == "ok":
+                    return self
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Sentinel did not see the replica in sync within 20 s")
+            time.sleep(0.1)
+
+    def sentinel(self) -> redis.Redis:
+        return redis.Redis(port=self.sentinel_port, socket_timeout=1, decode_responses=True)
+
+    def master_port(self) -> int | None:
+        """The port of the master the Sentinel names now."""
+        try:
+            address = self.sentinel().sentinel_get_master_addr_by_name(self.SERVICE)
+        except redis.RedisError:
+            return None
+        return int(address[1]) if address else None
+
+    def rq_queue(self, db: int = 0) -> dict[str, object]:
+        """An ``RQ_QUEUES`` entry on this group's master, found through the Sentinel."""
+        return {
+            "SENTINELS": [["127.0.0.1", self.sentinel_port]],
+            "MASTER_NAME": self.SERVICE,
+            "DB": db,
+            "SOCKET_TIMEOUT": 2,
+            "CONNECTION_KWARGS": {"socket_connect_timeout": 1},
+        }
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
+        for server in (self.replica, self.master):
+            server.stop()
 
 
 def _start_redis() -> str:

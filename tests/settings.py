@@ -104,6 +104,8 @@ CACHES = {
 RQ_QUEUES = {
     "default": {"URL": f"{REDIS_URL}/0", "DEFAULT_TIMEOUT": 60},
 }
+# A worker of a test whose queue lives elsewhere (a Sentinel's master): JSON.
+RQ_QUEUES.update(json.loads(os.environ.get("INDEXNOW_TEST_RQ_QUEUES", "{}")))
 
 RQ = {
     "WORKER_CLASS": "indexnow_django.worker.Worker",

@@ -505,6 +505,9 @@ def test_worker_without_scheduler_warns(
     assert error is None, output
     line(output, "OK", f"worker {worker.name}")
     line(output, "WARN", "no scheduler runs for queue 'default'")
+    # Workers listen: the hint names what may be wrong with them.
+    assert "The 1 worker(s) of the queue hold no scheduler lock: they were started " in output
+    assert "Start (at least) one worker" not in output
 
 
 @pytest.mark.worker

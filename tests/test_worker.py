@@ -202,3 +202,141 @@ def test_a_scheduler_process_that_died_is_started_again_and_retries_run(
         (["https://www.example.com/a/"], 200),
     ]
     assert "the scheduler of this worker died; starting it again" in worker.output()
+
+
+# A lost scheduler, a lost Redis ---------------------------------------------------
+
+
+@pytest.mark.worker
+def test_a_worker_takes_over_the_scheduler_lock_of_a_worker_that_died(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    """The lock of a scheduler killed with its worker outlives it by a minute, and rq's
+    worker asks for it again only in its 10-minute maintenance: retries would wait."""
+    import time
+
+    from rq.scheduler import RQScheduler
+
+    from indexnow_django.dispatch import dispatch
+    from indexnow_django.testing import Reply
+    from tests.rqhelpers import FAST_RETRY
+
+    overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY}
+    indexnow_settings(**overrides)
+    lock = RQScheduler.get_locking_key("default")
+    holder = start_worker(overrides)
+    dead_holder = redis_conn.get(lock)
+    other = start_worker(overrides)
+    assert redis_conn.get(lock) == dead_holder
+
+    holder.kill()
+    killed = time.monotonic()
+    deadline = killed + worker_module.SWEEP_EVERY + 15
+    while redis_conn.get(lock) in (dead_holder, None) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    taken_after = time.monotonic() - killed
+
+    assert redis_conn.get(lock) not in (dead_holder, None), "the dead holder's lock stayed"
+    assert taken_after < worker_module.SWEEP_EVERY + 5
+    assert "took over the scheduler lock of queue default" in other.output()
+    # The new scheduler runs retries.
+    engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))
+    dispatch(["/a/"])
+    posts = engine.wait_for_posts(2, timeout=30)
+    assert [post.reply.status for post in posts] == [429, 200]
+
+
+@pytest.fixture
+def sentinel_group():
+    """A master, its replica and a Sentinel of this test's own (tests/services.py)."""
+    from tests.services import SentinelGroup
+
+    group = SentinelGroup().start()
+    yield group
+    group.stop()
+
+
+@pytest.mark.worker
+def test_a_sentinel_failover_while_a_job_runs_leaves_the_worker_and_its_retries_running(
+    engine, indexnow_settings, settings, start_worker, sentinel_group, capsys
+):
+    """The master is SIGKILLed while the worker's job waits for the engine; the Sentinel
+    promotes the replica. The worker stays up, its scheduler runs again on the new
+    master, and a retry scheduled before the failover is sent in time."""
+    import json
+    import sys
+    import time
+
+    import redis
+    from rq.registry import ScheduledJobRegistry
+    from rq.scheduler import RQScheduler
+
+    from indexnow_django.dispatch import dispatch
+    from indexnow_django.testing import Reply
+    from tests.rqhelpers import FAST_RETRY
+
+    queue_config = sentinel_group.rq_queue()
+    settings.RQ_QUEUES = {"default": queue_config}
+    overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY, "DEBOUNCE": {"CACHE": "shared"}}
+    indexnow_settings(**overrides)
+    master = redis.Redis(port=sentinel_group.master.port)
+    new_master = redis.Redis(port=sentinel_group.replica.port)
+    worker = start_worker(
+        overrides,
+        extra_env={"INDEXNOW_TEST_RQ_QUEUES": json.dumps({"default": queue_config})},
+        conn=master,
+    )
+    retry_after = 8
+    hold = 2.0  # the engine answers the job running at the failover this late
+    engine.queue_replies(Reply(429, headers={"Retry-After": str(retry_after)}), Reply(delay=hold))
+
+    dispatch(["/retried/"])
+    [refused] = engine.wait_for_posts(1)
+    due = refused.received_at + retry_after
+    scheduled = ScheduledJobRegistry("default", connection=master)
+    deadline = time.monotonic() + 10
+    while not scheduled.count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert scheduled.count == 1
+    assert master.wait(1, 5000) == 1  # the replica has it
+
+    dispatch(["/running/"])
+    engine.wait_for_posts(2)  # the job now waits for the engine's answer
+    sentinel_group.master.kill()
+    killed = time.time()
+    deadline = time.monotonic() + 30
+    while sentinel_group.master_port() != sentinel_group.replica.port:
+        assert time.monotonic() < deadline, "the Sentinel promoted no replica"
+        time.sleep(0.05)
+    promoted = time.time()
+
+    scheduler_back = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        holder = new_master.get(RQScheduler.get_locking_key("default"))
+        if holder is not None:
+            beat = RQScheduler.fetch(holder.decode(), new_master).last_heartbeat
+            if beat is not None and beat.timestamp() > promoted:
+                scheduler_back = time.time()
+                break
+        time.sleep(0.1)
+    posts = engine.wait_for_posts(3, timeout=max(due + 30 - time.time(), 1))
+
+    assert scheduler_back is not None, "no scheduler beat on the new master"
+    retried = [post for post in posts[2:] if post.json["urlList"] == [refused.json["urlList"][0]]]
+    assert retried, [post.json["urlList"] for post in posts]
+    late = retried[0].received_at - due
+    assert late < 30
+    assert worker.running(), worker.output()
+    assert "quitting" not in worker.output()
+    # The job that ran through the failover is sent once (its end is recorded, or it
+    # is found without a heartbeat and its resend is debounced).
+    time.sleep(2)
+    urls = [url for post in engine.posts for url in post.json["urlList"]]
+    assert urls.count("https://www.example.com/running/") == 1
+    with capsys.disabled():  # the figures, for whoever runs it with -s
+        sys.stdout.write(
+            f"\nfailover: promoted {promoted - killed:.1f}s after the kill, scheduler beating "
+            f"on the new master {scheduler_back - killed:.1f}s after it, retry sent "
+            f"{late:+.1f}s from its due time\n"
+        )

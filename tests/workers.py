@@ -184,9 +184,10 @@ def start_worker(
     request: pytest.FixtureRequest, redis_conn: redis.Redis, tmp_path: Path
 ) -> Iterator[Callable[..., WorkerProcess]]:
     """Start a real rq worker: ``start_worker(overrides=None, *, queues=("default",),
-    with_scheduler=True, extra_env=None, extra_args=())``; stopped after the test.
+    with_scheduler=True, extra_env=None, extra_args=(), conn=None)``; stopped after the test.
 
-    ``extra_args`` go to ``manage.py rqworker`` (e.g. ``["--worker-class", "rq.Worker"]``).
+    ``extra_args`` go to ``manage.py rqworker`` (e.g. ``["--worker-class", "rq.Worker"]``);
+    ``conn``: the Redis the worker registers in, when its queue is not the suite's.
 
     Depends on ``redis_conn``, so the queue database is empty when the first
     worker starts (no stale scheduler lock or registered worker).
@@ -203,6 +204,7 @@ def start_worker(
         extra_env: Mapping[str, str] | None = None,
         extra_args: Sequence[str] = (),
         timeout: float = 30.0,
+        conn: redis.Redis | None = None,
     ) -> WorkerProcess:
         worker = WorkerProcess(
             queues=queues,
@@ -213,7 +215,7 @@ def start_worker(
             extra_args=extra_args,
         ).start()
         started.append(worker)
-        worker.wait_until_ready(redis_conn, timeout)
+        worker.wait_until_ready(conn if conn is not None else redis_conn, timeout)
         return worker
 
     yield start
