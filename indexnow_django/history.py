@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "PURGE_INTERVAL",
+    "accepted_by_all",
     "attempt_of",
     "has_url",
     "last_accepted",
@@ -199,6 +200,29 @@ def last_accepted(urls: Iterable[str]) -> dict[str, datetime]:
     )
     found = {row["engine"]: row["last"] for row in rows}
     return dict(sorted(found.items(), key=lambda item: item[1], reverse=True))
+
+
+def accepted_by_all(engines: Collection[str]) -> dict[str, datetime]:
+    """``{url: when}`` for every URL that each of ``engines`` (names) accepted within the
+    history: the oldest of their last acceptances, i.e. when the last of them had it.
+
+    One pass over the accepted records, streamed; it holds every URL they name.
+    """
+    from .models import Delivery
+
+    wanted = set(engines)
+    last: dict[str, dict[str, datetime]] = {}
+    rows = (
+        Delivery.objects.filter(outcome=Delivery.Outcome.ACCEPTED, engine__in=wanted)
+        .order_by()
+        .values_list("engine", "sent_at", "urls")
+    )
+    for engine, sent_at, urls in rows.iterator(chunk_size=500):
+        for url in urls.split(Delivery.URL_SEPARATOR):
+            seen = last.setdefault(url, {})
+            if seen.get(engine) is None or seen[engine] < sent_at:
+                seen[engine] = sent_at
+    return {url: min(seen.values()) for url, seen in last.items() if len(seen) == len(wanted)}
 
 
 def urls_per_day(queryset: QuerySet[Delivery], days: int) -> list[tuple[date, dict[str, int]]]:

@@ -61,11 +61,16 @@ class Counts:
 
 
 class Reporter:
-    """What a run tells as it goes; this one keeps quiet. ``level``: the verbosity from
-    which a line is worth showing (1 normally, 2 for details)."""
+    """What a run tells as it goes; this one keeps quiet."""
 
-    def line(self, text: str, level: int = 1) -> None:
-        """Something done (a batch listed, queued, retried)."""
+    def would_send(self, host: str, urls: list[str], debounced: int) -> None:
+        """A dry run: ``urls`` of ``host`` would be sent (``debounced`` left out)."""
+
+    def queued(self, host: str, count: int, job_id: str, batch_id: str) -> None:
+        """A job was queued for ``count`` URLs of ``host``."""
+
+    def retrying(self, count: int, delay: float, attempt: int, max_attempts: int) -> None:
+        """``count`` URLs are sent again in ``delay`` seconds, as attempt ``attempt``."""
 
     def warning(self, text: str) -> None:
         """Something that went other than asked (the queue is down)."""
@@ -73,8 +78,8 @@ class Reporter:
     def invalid(self, entry: Entry, reason: str, count: int) -> None:
         """``entry`` is skipped for ``reason``; ``count``: invalid entries so far."""
 
-    def answer(self, result: PostResult) -> None:
-        """An engine answered a POST sent from this process."""
+    def answer(self, result: PostResult, attempt: int) -> None:
+        """An engine answered a POST sent from this process, at attempt ``attempt``."""
 
     def progress(self, force: bool = False) -> None:
         """The counts moved (``force``: a batch was handed on)."""
@@ -208,13 +213,7 @@ class SubmissionRun:
         fresh = self._not_debounced(urls)
         self.counts.debounced += len(urls) - len(fresh)
         self.counts.not_sent += len(fresh)
-        engines = ", ".join(e.name for e in self.conf.engines)
-        self.reporter.line(
-            f"Would send {len(fresh)} URL(s) for {host} to {engines}"
-            + (f" ({len(urls) - len(fresh)} debounced)" if len(fresh) != len(urls) else "")
-        )
-        for url in fresh:
-            self.reporter.line(f"  {url}")
+        self.reporter.would_send(host, fresh, len(urls) - len(fresh))
 
     def _enqueue(self, host: str, urls: list[str]) -> None:
         from .queue import enqueue_delivery, get_queue, new_batch_id
@@ -254,9 +253,7 @@ class SubmissionRun:
             result = job.latest_result()
             lines = str(result.exc_string if result is not None else "").strip().splitlines()
             self.failures.append(f"job {job.id} failed: {excerpt(lines[-1] if lines else '-')}")
-        self.reporter.line(
-            f"Queued {len(fresh)} URL(s) for {host}: job {job.id}, batch {batch_id}", level=2
-        )
+        self.reporter.queued(host, len(fresh), job.id, batch_id)
 
     # ------------------------------------------------------------------ sending from here
 
@@ -277,6 +274,7 @@ class SubmissionRun:
             conf=conf,
             client=self._client,
             normalized=True,
+            attempt=1,
         )
         # Each engine's answers, and the attempt each came at, in order.
         answers: dict[str, list[tuple[PostResult, int]]] = {}
@@ -287,10 +285,7 @@ class SubmissionRun:
             delay = max(retry.delay for retry in retries)
             attempt += 1
             count = sum(len(retry.urls) for retry in retries)
-            self.reporter.line(
-                f"Retrying {count} URL(s) in {delay:g}s "
-                f"(attempt {attempt} of {conf.retry.max_attempts})"
-            )
+            self.reporter.retrying(count, delay, attempt, conf.retry.max_attempts)
             time.sleep(delay)
             pending: list[PostResult] = []
             for retry in retries:
@@ -302,6 +297,7 @@ class SubmissionRun:
                     conf=conf,
                     client=self._client,
                     normalized=True,
+                    attempt=attempt,
                 )
                 self._answers(again.results, attempt, answers)
                 pending.extend(again.retryable)
@@ -342,7 +338,7 @@ class SubmissionRun:
         answers: dict[str, list[tuple[PostResult, int]]],
     ) -> None:
         for result in results:
-            self.reporter.answer(result)
+            self.reporter.answer(result, attempt)
             answers.setdefault(result.engine.endpoint, []).append((result, attempt))
 
 

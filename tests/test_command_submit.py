@@ -758,3 +758,207 @@ def test_exit_code_of_a_binary_file(engine: LoopbackEngine, tmp_path: Path) -> N
     assert run.returncode == 1
     assert engine.posts == []
     assert "archive.gz is not a text file (it holds NUL bytes): nothing was submitted" in run.stderr
+
+
+# --------------------------------------------------------------------------- --pk
+
+
+@pytest.mark.django_db
+def test_pk_submits_just_those_objects_and_reports_the_others(engine: LoopbackEngine) -> None:
+    now = timezone.now()
+    live, _other, draft = Post.objects.bulk_create(
+        [
+            Post(title="Live", slug="live", status=Post.PUBLISHED, published_at=now),
+            Post(title="Other", slug="other", status=Post.PUBLISHED, published_at=now),
+            Post(title="Draft", slug="draft", status=Post.DRAFT),
+        ]
+    )
+    soon = Post.objects.create(
+        title="Soon",
+        slug="soon",
+        status=Post.PUBLISHED,
+        published_at=now + datetime.timedelta(days=1),
+    )
+
+    stdout, stderr = submit(
+        "--model",
+        "testapp.Post",
+        *("--pk", str(live.pk), "--pk", str(draft.pk), "--pk", str(soon.pk), "--pk", "999"),
+        "--sync",
+    )
+
+    assert engine.posted_urls() == [f"{BASE}/posts/live/"]
+    assert stderr.splitlines() == [
+        f"testapp.Post pk={draft.pk}: skipped: not public: is_published() is false",
+        f"testapp.Post pk={soon.pk}: skipped: not public yet: published_at is in the future",
+        "testapp.Post pk=999: skipped: no such object",
+    ]
+    assert summary(stdout) == (
+        "4 read, 1 valid, 3 invalid, 0 duplicate(s), 0 debounced, 1 accepted, 0 rejected, 0 failed."
+    )
+
+
+@pytest.mark.django_db
+def test_pk_needs_exactly_one_model_and_a_primary_key_of_it(engine: LoopbackEngine) -> None:
+    with pytest.raises(CommandError, match=r"--pk goes with exactly one --model"):
+        submit("--pk", "1", "/a/")
+    with pytest.raises(CommandError, match=r"--pk goes with exactly one --model"):
+        submit("--model", "testapp.Post", "--model", "testapp.Page", "--pk", "1")
+    with pytest.raises(CommandError, match=r"--pk abc: not a primary key of testapp\.Post"):
+        submit("--model", "testapp.Post", "--pk", "abc")
+    assert engine.posts == []
+
+
+# --------------------------------------------------------------------------- --json
+
+
+def test_json_gives_counts_and_each_engines_answers(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
+) -> None:
+    indexnow_settings(RETRY={"SERVER_ERROR_DELAY": 0})
+    engine.queue_replies(Reply(503, body="busy"))
+
+    stdout, _ = submit("/a/", "/b/", "nope", "--sync", "--json")
+
+    document = json.loads(stdout)
+    assert document["mode"] == "sync"
+    assert document["ok"] is True
+    assert document["counts"] == {
+        "read": 3,
+        "valid": 2,
+        "invalid": 1,
+        "duplicates": 0,
+        "debounced": 0,
+        "queued": 0,
+        "jobs": 0,
+        "fallback": 0,
+        "accepted": 2,
+        "rejected": 0,
+        "failed": 0,
+        "not_sent": 0,
+    }
+    [(name, answers)] = document["engines"].items()
+    assert name == f"127.0.0.1:{engine.port}"
+    assert answers["posts"] == 2
+    assert [(a["outcome"], a["status"], a["attempt"], a["count"]) for a in answers["answers"]] == [
+        ("retry", 503, 1, 2),
+        ("accepted", 200, 2, 2),
+    ]
+    assert document["skipped"] == [
+        {"where": "argument 3", "entry": "nope", "reason": document["skipped"][0]["reason"]}
+    ]
+
+
+def test_json_keeps_the_exit_code_of_a_rejection(engine: LoopbackEngine) -> None:
+    engine.queue_replies(Reply(403, body="Key not valid"))
+    out = Output()
+    with pytest.raises(CommandError, match=r"1 URL\(s\) were not accepted \(1 rejected"):
+        call_command("indexnow_submit", "/a/", "--sync", "--json", stdout=out, stderr=Output())
+
+    document = json.loads(out.getvalue())
+    assert document["ok"] is False
+    assert document["counts"]["rejected"] == 1
+    assert "403" in document["failures"][0]
+    assert "indexnow_check" in document["hint"]
+
+
+def test_json_in_queue_mode_lists_the_jobs(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any], redis_conn: redis.Redis
+) -> None:
+    indexnow_settings(DISPATCH="queue")
+
+    stdout, _ = submit("/a/", "/b/", "--json")
+
+    document = json.loads(stdout)
+    assert document["mode"] == "queue"
+    [job] = document["jobs"]
+    assert job["count"] == 2 and job["host"] == "www.example.com"
+    assert Queue(connection=redis_conn).job_ids == [job["id"]]
+    assert engine.posts == []
+
+
+def test_json_of_a_dry_run_lists_what_would_be_sent(engine: LoopbackEngine) -> None:
+    stdout, _ = submit("/a/", "--dry-run", "--json")
+
+    document = json.loads(stdout)
+    assert document["mode"] == "dry_run"
+    assert document["would_send"] == [
+        {"host": "www.example.com", "count": 1, "debounced": 0, "urls": [f"{BASE}/a/"]}
+    ]
+    assert engine.posts == []
+
+
+# --------------------------------------------------------------------------- --changed-since
+
+
+def dated_posts(*ages_in_days: float) -> list[Post]:
+    now = timezone.now()
+    return Post.objects.bulk_create(
+        Post(
+            title=f"P{n}",
+            slug=f"p{n}",
+            status=Post.PUBLISHED,
+            published_at=now - datetime.timedelta(days=age),
+        )
+        for n, age in enumerate(ages_in_days)
+    )
+
+
+@pytest.mark.django_db
+def test_changed_since_a_duration_or_a_date_keeps_newer_lastmods(engine: LoopbackEngine) -> None:
+    dated_posts(0.5, 3, 10)
+
+    stdout, _ = submit(
+        "--sitemap", "tests.testapp.sitemaps.dated", "--changed-since", "1d", "--sync"
+    )
+
+    assert engine.posted_urls() == [f"{BASE}/posts/p0/"]
+    assert summary(stdout).startswith("2 unchanged, 1 read, 1 valid")
+
+    engine.reset()
+    since = (timezone.localdate() - datetime.timedelta(days=5)).isoformat()
+    submit(
+        "--sitemap", "tests.testapp.sitemaps.dated", "--changed-since", since, "--sync", "--force"
+    )
+    assert engine.posted_urls() == [f"{BASE}/posts/p0/", f"{BASE}/posts/p1/"]
+
+
+@pytest.mark.django_db
+def test_changed_since_last_accepted_reads_the_history(
+    engine: LoopbackEngine, history_on: Any
+) -> None:
+    from tests.conftest import make_delivery
+
+    _p0, p1, _p2 = dated_posts(3, 3, 3)
+    submit("--sitemap", "tests.testapp.sitemaps.dated", "--sync")  # all three accepted now
+    assert len(engine.posted_urls()) == 3
+    engine.reset()
+    # Changed since by a program that sends no signal; and one never accepted.
+    Post.objects.filter(pk=p1.pk).update(published_at=timezone.now())
+    [p3] = dated_posts(30)
+    Post.objects.filter(pk=p3.pk).update(slug="p3")
+    # A rejection is no acceptance.
+    make_delivery(outcome="rejected", status=403, urls=f"{BASE}/posts/p3/")
+
+    stdout, _ = submit(
+        "--sitemap",
+        "tests.testapp.sitemaps.dated",
+        "--changed-since",
+        "last-accepted",
+        "--sync",
+        "--force",  # the first send was a moment ago, within DEBOUNCE["TTL"]
+    )
+
+    assert engine.posted_urls() == [f"{BASE}/posts/p1/", f"{BASE}/posts/p3/"]
+    assert summary(stdout).startswith("2 unchanged, 2 read, 2 valid")
+
+
+@pytest.mark.django_db
+def test_changed_since_errors(engine: LoopbackEngine) -> None:
+    with pytest.raises(CommandError, match="--changed-since goes with --sitemap"):
+        submit("/a/", "--changed-since", "1d")
+    with pytest.raises(CommandError, match=r"--changed-since yesterday: give a duration"):
+        submit("--sitemap", "tests.testapp.sitemaps.dated", "--changed-since", "yesterday")
+    with pytest.raises(CommandError, match=r"last-accepted reads the history"):
+        submit("--sitemap", "tests.testapp.sitemaps.dated", "--changed-since", "last-accepted")
+    assert engine.posts == []

@@ -26,3 +26,16 @@ class StaticSitemap(Sitemap):
 
 
 sitemaps = {"posts": PostSitemap, "static": StaticSitemap()}
+
+
+class DatedPostSitemap(Sitemap):
+    """Published posts with their ``published_at`` as ``lastmod`` (``--changed-since``)."""
+
+    def items(self) -> QuerySet[Post]:
+        return Post.objects.filter(status=Post.PUBLISHED).order_by("pk")
+
+    def lastmod(self, item: Post) -> object:
+        return item.published_at
+
+
+dated = {"posts": DatedPostSitemap}

@@ -11,6 +11,8 @@ answer, a progress line on a terminal, the summary.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -22,8 +24,15 @@ from indexnow_django.client import Outcome, PostResult, excerpt
 from indexnow_django.conf import get_settings
 from indexnow_django.entries import Entry, NotText, Ready, read_lines
 from indexnow_django.exceptions import IndexNowConfigError
+from indexnow_django.masking import mask_url
 from indexnow_django.runs import Counts, Reporter, SubmissionRun
-from indexnow_django.sources import SourceError, model_entries, sitemap_entries
+from indexnow_django.sources import (
+    ChangedSince,
+    SourceError,
+    model_entries,
+    parse_changed_since,
+    sitemap_entries,
+)
 
 #: Invalid entries listed one by one (at verbosity 1); the summary counts them all.
 MAX_INVALID_SHOWN = 100
@@ -67,6 +76,15 @@ class Command(BaseCommand):
             help="Submit the URLs of every public object of a registered model. May be repeated.",
         )
         parser.add_argument(
+            "--pk",
+            dest="pks",
+            action="append",
+            default=None,
+            metavar="PK",
+            help="With one --model: submit the object with this primary key only (if it is "
+            "public). May be repeated.",
+        )
+        parser.add_argument(
             "--sitemap",
             dest="sitemaps",
             action="append",
@@ -74,6 +92,19 @@ class Command(BaseCommand):
             metavar="dotted.path",
             help="Submit every location of a sitemaps dict (as given to Django's sitemap view), "
             "e.g. mysite.sitemaps.sitemaps. May be repeated.",
+        )
+        parser.add_argument(
+            "--changed-since",
+            metavar="WHEN",
+            help="With --sitemap: only locations whose lastmod is newer than WHEN: a duration "
+            "(30m, 12h, 1d, 2w), a date (2026-12-01), a date and time, or last-accepted (newer "
+            "than the last time every engine accepted them, or never accepted).",
+        )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="Print the counts and each engine's answers as one JSON object instead of "
+            "text; the exit code is the same.",
         )
         parser.add_argument(
             "--sync",
@@ -108,15 +139,18 @@ class Command(BaseCommand):
             return
         self.conf = conf
         self.verbosity: int = options["verbosity"]
-        self.tty = self.stdout.isatty()
+        self.json: bool = options["json"]
+        self.tty = self.stdout.isatty() and not self.json
         self._progress_shown = False
         self._last_progress = 0.0
+        self.changed = self._changed_since(options)
+        reporter: Reporter = _Collector(self) if self.json else _Printer(self)
         self.run = SubmissionRun(
             conf,
             force=options["force"],
             dry_run=options["dry_run"],
             sync=options["sync"] or conf.resolved_dispatch == "sync",
-            reporter=_Printer(self),
+            reporter=reporter,
             live=self.tty,
         )
         self.counts = self.run.counts
@@ -127,7 +161,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         finally:
             self._clear_progress()
-        self._summary()
+        if isinstance(reporter, _Collector):
+            self.stdout.write(json.dumps(reporter.document(), indent=2))
+        else:
+            self._summary()
         if self.counts.valid == 0:
             raise CommandError(f"No valid URL to submit ({self.counts.invalid} invalid).")
         failures = self.run.failures
@@ -142,15 +179,44 @@ class Command(BaseCommand):
 
     # ------------------------------------------------------------------ input
 
+    def _changed_since(self, options: Mapping[str, Any]) -> ChangedSince | None:
+        """What ``--changed-since`` keeps (checked before anything is read), and ``--pk``."""
+        if options["pks"] is not None and len(options["models"]) != 1:
+            raise CommandError("--pk goes with exactly one --model (app_label.Model).")
+        value = options["changed_since"]
+        if value is None:
+            return None
+        if not options["sitemaps"]:
+            raise CommandError(
+                "--changed-since goes with --sitemap: it compares each location's lastmod."
+            )
+        from django.utils import timezone
+
+        try:
+            since = parse_changed_since(value, timezone.now())
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if since is not None:
+            return ChangedSince(since=since, base_url=self.conf.base_url)
+        if not self.conf.history_enabled:
+            raise CommandError(
+                "--changed-since last-accepted reads the history, but INDEXNOW['HISTORY']"
+                "['ENABLED'] is False: give a duration or a date instead."
+            )
+        from indexnow_django.history import accepted_by_all
+
+        accepted = accepted_by_all([engine.name for engine in self.conf.engines])
+        return ChangedSince(accepted=accepted, base_url=self.conf.base_url)
+
     def _entries(self, options: Mapping[str, Any]) -> Iterator[Entry | Ready]:
         for number, url in enumerate(options["urls"], 1):
             yield Entry(url, "argument {}", number)
         for path in options["files"]:
             yield from self._file_entries(path, options.get("stdin") or sys.stdin)
         for label in options["models"]:
-            yield from model_entries(label)
+            yield from model_entries(label, pks=options["pks"])
         for dotted in options["sitemaps"]:
-            yield from sitemap_entries(dotted, self.conf.base_url)
+            yield from sitemap_entries(dotted, self.conf.base_url, changed=self.changed)
 
     def _file_entries(self, path: str, stdin: IO[str]) -> Iterator[Entry | Ready]:
         if path == "-":
@@ -182,7 +248,7 @@ class Command(BaseCommand):
         elif self.verbosity == 1 and count == MAX_INVALID_SHOWN + 1:
             self._write_err("(more invalid entries are not listed; --verbosity 2 lists them all)")
 
-    def _answer(self, result: PostResult) -> None:
+    def _answer(self, result: PostResult, attempt: int = 1) -> None:
         if self.verbosity < 1:
             return
         line = f"{result.host} → {result.engine.name}: {len(result.urls)} URL(s)"
@@ -251,9 +317,10 @@ class Command(BaseCommand):
 
     def _summary(self) -> None:
         c = self.counts
+        unchanged = f"{self.changed.unchanged} unchanged, " if self.changed is not None else ""
         line = (
-            f"{c.read} read, {c.valid} valid, {c.invalid} invalid, {c.duplicates} duplicate(s), "
-            f"{c.debounced} debounced, {self._done(c)}."
+            f"{unchanged}{c.read} read, {c.valid} valid, {c.invalid} invalid, "
+            f"{c.duplicates} duplicate(s), {c.debounced} debounced, {self._done(c)}."
         )
         if self.verbosity >= 1 or self.run.failures or c.valid == 0:
             style = self.style.ERROR if self.run.failures else self.style.SUCCESS
@@ -266,9 +333,23 @@ class _Printer(Reporter):
     def __init__(self, command: Command) -> None:
         self.command = command
 
-    def line(self, text: str, level: int = 1) -> None:
-        if self.command.verbosity >= level:
-            self.command._write(text)
+    def would_send(self, host: str, urls: list[str], debounced: int) -> None:
+        engines = ", ".join(e.name for e in self.command.conf.engines)
+        self.command._write(
+            f"Would send {len(urls)} URL(s) for {host} to {engines}"
+            + (f" ({debounced} debounced)" if debounced else "")
+        )
+        for url in urls:
+            self.command._write(f"  {url}")
+
+    def queued(self, host: str, count: int, job_id: str, batch_id: str) -> None:
+        if self.command.verbosity >= 2:
+            self.command._write(f"Queued {count} URL(s) for {host}: job {job_id}, batch {batch_id}")
+
+    def retrying(self, count: int, delay: float, attempt: int, max_attempts: int) -> None:
+        self.command._write(
+            f"Retrying {count} URL(s) in {delay:g}s (attempt {attempt} of {max_attempts})"
+        )
 
     def warning(self, text: str) -> None:
         self.command._write_err(self.command.style.WARNING(text))
@@ -276,8 +357,75 @@ class _Printer(Reporter):
     def invalid(self, entry: Entry, reason: str, count: int) -> None:
         self.command._invalid(entry, reason, count)
 
-    def answer(self, result: PostResult) -> None:
-        self.command._answer(result)
+    def answer(self, result: PostResult, attempt: int) -> None:
+        self.command._answer(result, attempt)
 
     def progress(self, force: bool = False) -> None:
         self.command._progress(force)
+
+
+class _Collector(Reporter):
+    """What the run reports, kept for ``--json``."""
+
+    def __init__(self, command: Command) -> None:
+        self.command = command
+        self.engines: dict[str, dict[str, Any]] = {
+            engine.name: {"endpoint": mask_url(engine.endpoint), "posts": 0, "answers": []}
+            for engine in command.conf.engines
+        }
+        self.jobs: list[dict[str, Any]] = []
+        self.would: list[dict[str, Any]] = []
+        self.skipped: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+
+    def would_send(self, host: str, urls: list[str], debounced: int) -> None:
+        self.would.append({"host": host, "count": len(urls), "debounced": debounced, "urls": urls})
+
+    def queued(self, host: str, count: int, job_id: str, batch_id: str) -> None:
+        self.jobs.append({"id": job_id, "batch_id": batch_id, "host": host, "count": count})
+
+    def warning(self, text: str) -> None:
+        self.warnings.append(text)
+        self.command._write_err(self.command.style.WARNING(text))
+
+    def invalid(self, entry: Entry, reason: str, count: int) -> None:
+        verbosity = self.command.verbosity
+        if verbosity >= 2 or (verbosity == 1 and count <= MAX_INVALID_SHOWN):
+            self.skipped.append({"where": entry.where, "entry": entry.raw, "reason": reason})
+
+    def answer(self, result: PostResult, attempt: int) -> None:
+        engine = self.engines.setdefault(
+            result.engine.name,
+            {"endpoint": mask_url(result.engine.endpoint), "posts": 0, "answers": []},
+        )
+        engine["posts"] += 1
+        engine["answers"].append(
+            {
+                "host": result.host,
+                "count": len(result.urls),
+                "outcome": "dry_run" if result.dry_run else result.outcome.value,
+                "status": result.status,
+                "attempt": attempt,
+                "duration": round(result.elapsed, 4),
+                "message": result.message,
+            }
+        )
+
+    def document(self) -> dict[str, Any]:
+        command, run = self.command, self.command.run
+        counts = dataclasses.asdict(run.counts)
+        if command.changed is not None:
+            counts["unchanged"] = command.changed.unchanged
+        mode = "dry_run" if run.dry_run else "sync" if run.sync else "queue"
+        document: dict[str, Any] = {"mode": mode, "counts": counts, "engines": self.engines}
+        if mode == "queue":
+            document["jobs"] = self.jobs
+        if mode == "dry_run":
+            document["would_send"] = self.would
+        document["skipped"] = self.skipped
+        document["warnings"] = self.warnings
+        document["failures"] = run.failures
+        document["ok"] = not run.failures and run.counts.valid > 0
+        if run.failures:
+            document["hint"] = run.hint
+        return document
