@@ -1,7 +1,7 @@
 """Units of work: where changed URLs wait until they are flushed, once per unit.
 
 A unit of work is an HTTP request (:class:`~indexnow_django.middleware.IndexNowMiddleware`),
-a management command (see :func:`install_command_units`), a job run by the
+a management command (see :func:`command_unit`), a job run by the
 rq worker class, or ``with batch(): ...``. Each has its own :class:`Collector`,
 held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
@@ -10,11 +10,11 @@ other's URLs. When the unit ends its URLs go to
 A command may run for ever (a worker, a consumer loop, a shell), so a command
 holds URLs for :data:`COMMAND_HOLD` seconds at most: a timer flushes what it
 holds then, and the end of the command flushes the rest. A short command is
-still one flush. A command that sets up Django's test environment
-(``manage.py test``) is not a unit of work for the code under test: the
-tests' commits are flushed as they happen, where a capture sees them, and
-nothing is left to flush when the run ends. A forked child (rq's work horse)
-never adds to a unit of its parent.
+still one flush. Django's ``test`` command (``manage.py test``, whatever
+its test runner) is not a unit of work: the tests' commits are flushed as
+they happen, where a capture sees them, and nothing is left to flush when
+the run ends. A forked child (rq's work horse) never adds to a unit of its
+parent.
 
 URLs produced inside a transaction join their unit only when the outermost
 transaction commits (``transaction.on_commit(..., robust=True)``); a rolled
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import logging
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from .compat import PendingCallback
+from .compat import PendingCallback, run_commands_in
 from .conf import is_enabled
 
 if TYPE_CHECKING:
+    from django.core.management.base import BaseCommand
     from django.db.backends.base.base import BaseDatabaseWrapper
     from django.http import HttpResponseBase
 
@@ -56,6 +57,7 @@ __all__ = [
     "batch",
     "collect",
     "collect_on_commit",
+    "command_unit",
     "current",
     "hand_over",
     "install_command_units",
@@ -113,8 +115,6 @@ class Collector:
         self._pid = _pid
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
-        #: A command started outside Django's test environment (the test runner itself).
-        self._outside_tests = kind == "command" and not _testing()
         #: Changes committed in this unit whose URLs are worked out together before
         #: the flush, as ``(resolve, args)``; ``resolve(*args)`` gives URLs and never
         #: raises. Change tracking appends here for a unit that does not hold URLs
@@ -126,7 +126,7 @@ class Collector:
 
     def accepts(self) -> bool:
         """Whether URLs produced now in this context belong to this unit."""
-        return self.open and self._pid == _pid and not (self._outside_tests and _testing())
+        return self.open and self._pid == _pid
 
     def add(self, urls: Iterable[str]) -> None:
         if self.waiting:
@@ -191,13 +191,6 @@ class Collector:
 
 def _gone(urls: dict[str, bool]) -> list[str]:
     return [url for url, is_gone in urls.items() if is_gone]
-
-
-def _testing() -> bool:
-    """Whether Django's test environment is set up (it creates ``mail.outbox``)."""
-    from django.core import mail
-
-    return hasattr(mail, "outbox")
 
 
 def _dispatch(
@@ -402,31 +395,37 @@ def _text(url: object) -> str:
 
 
 def install_command_units() -> None:
-    """Make every management command a unit of work, without changing the commands.
-
-    ``BaseCommand.execute`` (which runs for ``manage.py <command>`` and for
-    ``call_command``) is wrapped once, so the URLs a command produces are
-    flushed in one call when it returns, or :data:`COMMAND_HOLD` seconds after
-    they were produced if it is still running then (a worker, a consumer
-    loop, a shell). A command run inside another unit (``call_command`` from
-    a view, a job or another command) joins that unit.
+    """Make every management command a unit of work (:func:`command_unit`), without
+    changing the commands: Django sends no signal when a command starts or ends, so
+    :func:`indexnow_django.compat.run_commands_in` wraps ``BaseCommand.execute`` once.
     """
-    from django.core.management.base import BaseCommand
+    run_commands_in(command_unit)
 
-    original = BaseCommand.execute
-    if getattr(original, "indexnow_unit_of_work", False):
+
+@contextlib.contextmanager
+def command_unit(command: BaseCommand) -> Iterator[None]:
+    """The unit of work of a management command (``manage.py``, ``call_command``).
+
+    The URLs the command produces are flushed in one call when it returns, or
+    :data:`COMMAND_HOLD` seconds after they were produced if it is still
+    running then (a worker, a consumer loop, a shell). A command run inside
+    another unit (``call_command`` from a view, a job or another command)
+    joins that unit. Django's ``test`` command is no unit of work: what the
+    tests produce is flushed as it commits, into the tests' captures.
+    """
+    running = current()
+    if (running is not None and running.accepts()) or _runs_tests(command):
+        yield
         return
+    with unit("command", hold=COMMAND_HOLD) as collector:
+        try:
+            yield
+        finally:
+            collector.flush()
 
-    @functools.wraps(original)
-    def execute(self: BaseCommand, *args: Any, **options: Any) -> Any:
-        running = current()
-        if running is not None and running.accepts():
-            return original(self, *args, **options)
-        with unit("command", hold=COMMAND_HOLD) as collector:
-            try:
-                return original(self, *args, **options)
-            finally:
-                collector.flush()
 
-    execute.indexnow_unit_of_work = True  # type: ignore[attr-defined]
-    BaseCommand.execute = execute  # type: ignore[method-assign]
+def _runs_tests(command: BaseCommand) -> bool:
+    """Whether ``command`` is Django's ``test`` command (or a subclass of it)."""
+    # Not imported here when no test command was loaded: it imports the test framework.
+    module = sys.modules.get("django.core.management.commands.test")
+    return module is not None and isinstance(command, module.Command)

@@ -1,9 +1,12 @@
-"""The private internals of Django and redis-py this package relies on, one function each.
+"""The internals of Django, Wagtail and redis-py this package relies on, one function each.
 
-Nothing else in the package touches a private attribute of Django or of a
-cache backend: it calls one of these. Each has a test in
+Nothing else in the package touches a private attribute of Django, Wagtail
+or a cache backend, or changes a class it does not own process-wide: it
+calls one of these. (Change tracking hooks ``from_db`` and
+``refresh_from_db`` of the tracked models, and of them only, as a field
+tracker patches the class it is declared on.) Each has a test in
 ``tests/test_compat.py`` that fails, naming the change, when a new Django,
-django-redis or redis-py release changes the internal it reads:
+Wagtail, django-redis or redis-py release changes the internal it reads:
 
 * :func:`run_after_response`: ``HttpResponseBase._resource_closers``, the
   callbacks Django runs when the server closes a response (after the last
@@ -25,32 +28,51 @@ django-redis or redis-py release changes the internal it reads:
 * :func:`thread_connection`: that ``django.db.connections`` keeps one
   connection object per alias for the life of a thread that runs no event
   loop (asgiref's thread-critical ``Local``), so a tracked save need not ask
-  it again (each lookup costs about a microsecond).
+  it again (each lookup costs about a microsecond);
+* :func:`keep_state` and :func:`kept_state`: a model instance's ``_state``
+  (Django's ``ModelState``) takes an attribute of ours, and goes with the
+  instance wherever Django takes it (a copy shares it, a pickle keeps it);
+* :func:`run_commands_in`: ``BaseCommand.execute`` runs every management
+  command (``manage.py``, ``call_command``), and Django sends no signal when
+  a command starts or ends: it is wrapped once, the one change this package
+  makes to a class it does not own;
+* :func:`wagtail_site_request`: Wagtail's per-request cache of site root
+  paths (``request._wagtail_cached_site_root_paths``), through which a page
+  gives its URL on one given site.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import importlib
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from django.core.cache import BaseCache
+    from django.core.management.base import BaseCommand
     from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.models import Model
+    from django.http import HttpRequest
     from django.http.response import HttpResponseBase
 
 __all__ = [
     "PendingCallback",
     "can_run_after_response",
+    "keep_state",
+    "kept_state",
     "redis_cache_client",
     "run_after_response",
+    "run_commands_in",
     "scheduler_died",
     "scheduler_running",
     "take_over_scheduler_lock",
     "thread_connection",
+    "wagtail_site_request",
 ]
 
 
@@ -262,3 +284,59 @@ def thread_connection(alias: str) -> BaseDatabaseWrapper:
     if found is None:
         found = kept[alias] = connections[alias]
     return found
+
+
+#: The attribute of a model instance's ``_state`` that :func:`keep_state` sets.
+_STATE_ATTRIBUTE = "indexnow"
+
+
+def kept_state(instance: Model) -> Any:
+    """What :func:`keep_state` kept with ``instance`` (``None``: nothing)."""
+    return instance._state.__dict__.get(_STATE_ATTRIBUTE)
+
+
+def keep_state(instance: Model, value: Any) -> None:
+    """Keep ``value`` with ``instance``, on its ``_state``.
+
+    Django copies ``_state`` with the instance (``copy.copy`` and pickling), so
+    a copy starts with the same value: an object that must not be shared
+    records whose it is. An object Django builds (a query, ``refresh_from_db``)
+    starts without one.
+    """
+    instance._state.__dict__[_STATE_ATTRIBUTE] = value
+
+
+def run_commands_in(
+    around: Callable[[BaseCommand], contextlib.AbstractContextManager[Any]],
+) -> None:
+    """Run every management command's ``execute()`` inside ``around(command)``.
+
+    ``BaseCommand.execute`` is wrapped once (calling this again changes nothing).
+    """
+    from django.core.management.base import BaseCommand
+
+    original = BaseCommand.execute
+    if getattr(original, "indexnow_around", None) is not None:
+        return
+
+    @functools.wraps(original)
+    def execute(self: BaseCommand, *args: Any, **options: Any) -> Any:
+        with around(self):
+            return original(self, *args, **options)
+
+    execute.indexnow_around = around  # type: ignore[attr-defined]
+    BaseCommand.execute = execute  # type: ignore[method-assign]
+
+
+def wagtail_site_request(root: Any) -> HttpRequest:
+    """A request for which Wagtail knows only the site ``root`` (a ``SiteRootPath``).
+
+    ``Page.get_url_parts(request)`` picks among the sites of the request's
+    cached site root paths; given only this one, it builds the URL on this site.
+    """
+    from django.http import HttpRequest
+
+    request = HttpRequest()
+    roots: Sequence[Any] = [root]
+    request._wagtail_cached_site_root_paths = roots  # type: ignore[attr-defined]
+    return request

@@ -16,9 +16,9 @@ listens to :data:`registration_changed` to follow registrations made late.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
@@ -124,7 +124,17 @@ registration_changed = Signal()
 _T = TypeVar("_T", bound=type[ModelIndexNow])
 
 
-def register(model: type[models.Model], options: type[ModelIndexNow] | None = None) -> Any:
+@overload
+def register(model: type[models.Model], options: _T) -> _T: ...
+
+
+@overload
+def register(model: type[models.Model], options: None = None) -> Callable[[_T], _T]: ...
+
+
+def register(
+    model: type[models.Model], options: type[ModelIndexNow] | None = None
+) -> type[ModelIndexNow] | Callable[[_T], _T]:
     """Register ``model``; usable plainly or as a class decorator.
 
     ``register(Post)`` uses every default; ``register(Post, PostIndexNow)`` or

@@ -358,3 +358,19 @@ def test_in_a_test_case_transaction_captured_callbacks_flush(
     assert flushes == [["/captured-1/", "/captured-2/"]]
     page("/never-committed/")
     assert flushes == [["/captured-1/", "/captured-2/"]]
+
+
+def test_a_shell_that_opened_the_locmem_mail_backend_still_flushes_once(engine: Any) -> None:
+    """Opening Django's locmem email backend (which creates ``mail.outbox``) in a shell
+    does not make the shell's saves look like tests' saves."""
+    script = (
+        "from django.core import mail\n"
+        "mail.get_connection('django.core.mail.backends.locmem.EmailBackend')\n"
+        "assert hasattr(mail, 'outbox')\n"
+        "from tests.testapp.models import Page\n"
+        "for n in range(3):\n"
+        "    Page.objects.create(path=f'/shell/{n}/')\n"
+    )
+    result = run_django("shell", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/shell/{n}/" for n in range(3)]]

@@ -210,3 +210,72 @@ def test_a_threads_connection_is_the_one_django_gives_that_thread():
         return compat.thread_connection("default") is connections["default"]
 
     assert asyncio.run(in_a_loop())
+
+
+# Our state on a model instance ---------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_value_kept_on_an_instance_goes_where_django_takes_the_instance():
+    import copy
+    import pickle
+
+    from tests.testapp.models import Untracked
+
+    obj = Untracked.objects.create(title="Kept", slug="kept")
+    loaded = Untracked.objects.get(pk=obj.pk)
+    assert compat.kept_state(loaded) is None, changed("ModelState (a query's object has no extra)")
+    compat.keep_state(loaded, {"kept": 1})
+    assert compat.kept_state(loaded) == {"kept": 1}
+    assert loaded._state.adding is False and loaded._state.db == "default"
+    # A copy shares it (callers that must not share record whose it is).
+    assert compat.kept_state(copy.copy(loaded)) is compat.kept_state(loaded), changed(
+        "Model.__getstate__ (a copy's _state is a shallow copy)"
+    )
+    assert compat.kept_state(pickle.loads(pickle.dumps(loaded))) == {"kept": 1}, changed(
+        "Model.__reduce__ (a pickled instance keeps its _state)"
+    )
+    loaded.refresh_from_db()
+    assert compat.kept_state(loaded) == {"kept": 1}
+
+
+# Every management command -----------------------------------------------------------------
+
+
+def test_every_command_runs_inside_the_unit_of_work_of_commands():
+    import inspect
+
+    from django.core.management.base import BaseCommand
+    from django.core.management.commands.diffsettings import Command
+
+    from indexnow_django.collector import command_unit
+
+    execute = BaseCommand.execute
+    assert getattr(execute, "indexnow_around", None) is command_unit
+    assert list(inspect.signature(execute.__wrapped__).parameters) == [  # type: ignore[attr-defined]
+        "self",
+        "args",
+        "options",
+    ], changed("BaseCommand.execute(self, *args, **options)")
+    assert Command.execute is execute, changed("BaseCommand.execute (a command overrides it)")
+    compat.run_commands_in(command_unit)  # a second call changes nothing
+    assert BaseCommand.execute is execute
+
+
+# Wagtail ---------------------------------------------------------------------------------
+
+
+def test_wagtail_still_reads_the_site_root_paths_cached_on_a_request():
+    """The integration's own tests (``tests/wagtail_site``) give pages' URLs on each of
+    several sites through this request; Wagtail's apps are not installed here."""
+    from pathlib import Path
+
+    import wagtail
+
+    models = Path(wagtail.__file__).parent / "models"
+    sources = "".join(path.read_text() for path in models.glob("*.py"))
+    assert "cache_object._wagtail_cached_site_root_paths" in sources, changed(
+        "Wagtail's Page._get_site_root_paths (the request's _wagtail_cached_site_root_paths)"
+    )
+    request = compat.wagtail_site_request("root")
+    assert request._wagtail_cached_site_root_paths == ["root"]  # type: ignore[attr-defined]

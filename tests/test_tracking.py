@@ -23,7 +23,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import indexnow_django
-from indexnow_django import ModelIndexNow, batch, register, tracking
+from indexnow_django import ModelIndexNow, batch, compat, register, tracking
 from indexnow_django import registry as registry_module
 from indexnow_django.exceptions import RegistrationError
 from indexnow_django.registry import get_registration, registry, unregister
@@ -490,7 +490,7 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
     django_from_db = Model.from_db.__func__  # type: ignore[attr-defined]
     for queryset in (Post.objects.all(), Post.objects.defer("body"), Post.objects.only("slug")):
         (loaded,) = queryset.filter(pk=post.pk)
-        row = loaded._state.indexnow_row  # the row in field order, or by attname if deferred
+        row = compat.kept_state(loaded).row  # the row in field order, or by attname if deferred
         if isinstance(row, dict):
             names, values = list(row), list(row.values())
         else:
@@ -502,7 +502,7 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
             k: v for k, v in vars(built).items() if k != "_state"
         }
         assert loaded.get_deferred_fields() == built.get_deferred_fields()
-        state = {k: v for k, v in vars(loaded._state).items() if k != "indexnow_row"}
+        state = {k: v for k, v in vars(loaded._state).items() if k != "indexnow"}
         assert state == vars(built._state)
         assert state["adding"] is False and state["db"] == "default"
 
@@ -517,6 +517,29 @@ def test_a_model_with_its_own_from_db_keeps_it_and_its_row_is_known(engine: Any)
         loaded.save()
     assert [q["sql"].split()[0] for q in queries.captured_queries] == ["UPDATE"]
     assert sent(engine) == [[f"{BASE}/posts/own-way-renamed/", f"{BASE}/posts/own-way/"]]
+
+
+def test_only_the_tracked_models_are_changed() -> None:
+    assert Untracked.refresh_from_db is Model.refresh_from_db
+    assert Untracked.from_db.__func__ is Model.from_db.__func__  # type: ignore[attr-defined]
+    assert Post.refresh_from_db is not Model.refresh_from_db
+    assert Post.from_db.__func__ is not Model.from_db.__func__  # type: ignore[attr-defined]
+
+
+def test_a_copy_saved_as_a_new_row_leaves_the_original_its_own_row(engine: Any) -> None:
+    import copy
+
+    published("original")
+    loaded = Post.objects.get(slug="original")
+    clone = copy.copy(loaded)
+    clone.pk = None
+    clone._state.adding = True
+    clone.slug = "clone"
+    clone.save()
+    engine.reset()
+    loaded.slug = "original-renamed"
+    loaded.save()
+    assert sent(engine) == [[f"{BASE}/posts/original-renamed/", f"{BASE}/posts/original/"]]
 
 
 # Subclasses -------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from django.http import HttpRequest
 from django.utils import timezone
 
+from ...compat import wagtail_site_request
 from ...normalize import InvalidURL, host_of, normalize_url
 
 if TYPE_CHECKING:
@@ -80,9 +80,7 @@ class PageURLs:
                 continue
             # get_url_parts() picks one site among those the page is under; given
             # only this site's root path (its cache of them), it builds this one.
-            request = HttpRequest()
-            request._wagtail_cached_site_root_paths = [root]  # type: ignore[attr-defined]
-            parts = specific.get_url_parts(request)
+            parts = specific.get_url_parts(wagtail_site_request(root))
             if parts is None or parts[1] is None or parts[2] is None:
                 continue
             try:

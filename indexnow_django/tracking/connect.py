@@ -1,0 +1,104 @@
+"""Connecting: the signal handlers and class hooks follow what the registry tracks.
+
+Handlers are connected per sender: every tracked model (registered, or a
+subclass of a registered one), the parents of tracked multi-table models (a
+save through the base class is worked out for the child row it belongs to),
+and the ``through`` models of their m2m fields. Late registrations and models
+created later are connected when they appear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.apps import apps
+from django.db import models
+from django.db.models.signals import (
+    class_prepared,
+    m2m_changed,
+    post_delete,
+    post_save,
+    pre_delete,
+    pre_save,
+)
+
+from ..registry import plan_for, registration_changed
+from .delete import after_delete, before_delete
+from .loading import patch_tracked_classes
+from .m2m import m2m_fields, on_m2m_changed, through_of
+from .save import after_save, before_save
+from .state import ModelInfo, children, model_info, tracked
+
+__all__ = ["connect"]
+
+_Handler = Callable[..., None]
+
+_SAVE: tuple[tuple[Any, _Handler, str], ...] = (
+    (pre_save, before_save, "pre_save"),
+    (post_save, after_save, "post_save"),
+)
+_DELETE: tuple[tuple[Any, _Handler, str], ...] = (
+    (pre_delete, before_delete, "pre_delete"),
+    (post_delete, after_delete, "post_delete"),
+)
+
+_connected: set[tuple[Any, str]] = set()
+
+
+def _uid(sender: type[models.Model], name: str) -> str:
+    return f"indexnow_django.tracking.{name}.{sender._meta.label_lower}"
+
+
+def connect() -> None:
+    """Start tracking (the app's ``ready()`` calls this); later changes are followed."""
+    registration_changed.connect(_sync, dispatch_uid="indexnow_django.tracking.sync")
+    class_prepared.connect(_prepared, dispatch_uid="indexnow_django.tracking.class_prepared")
+    _sync()
+
+
+def _prepared(sender: type[models.Model], **kwargs: Any) -> None:
+    """``class_prepared``: a model created after start-up (a subclass of a tracked one)."""
+    if sender._meta.apps is apps and plan_for(sender) is not None:
+        _sync(extra=sender)
+
+
+def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
+    """Connect the handlers to what the registry tracks now, and only to that."""
+    if not apps.models_ready:
+        return
+    found: dict[type[models.Model], ModelInfo] = {}
+    parents: dict[type[models.Model], list[type[models.Model]]] = {}
+    wanted: dict[tuple[Any, str], tuple[Any, _Handler]] = {}
+    models_now = apps.get_models()
+    if extra is not None and extra not in models_now:
+        models_now.append(extra)
+    for model in models_now:
+        if plan_for(model) is None:
+            continue
+        found[model] = model_info(model)
+        for signal, handler, name in (*_SAVE, *_DELETE):
+            wanted[(model, name)] = (signal, handler)
+        for field in m2m_fields(model):
+            wanted[(through_of(field), "m2m_changed")] = (m2m_changed, on_m2m_changed)
+        if not model._meta.proxy:
+            for parent in model._meta.get_parent_list():
+                if plan_for(parent) is None:
+                    parents.setdefault(parent, []).append(model)
+    for parent, below in parents.items():
+        below.sort(key=lambda m: len(m._meta.get_parent_list()), reverse=True)
+        for signal, handler, name in _SAVE:
+            wanted[(parent, name)] = (signal, handler)
+    signals = {name: signal for signal, _handler, name in (*_SAVE, *_DELETE)}
+    signals["m2m_changed"] = m2m_changed
+    for sender, name in _connected - set(wanted):
+        signals[name].disconnect(sender=sender, dispatch_uid=_uid(sender, name))
+    for (sender, name), (signal, handler) in wanted.items():
+        signal.connect(handler, sender=sender, weak=False, dispatch_uid=_uid(sender, name))
+    _connected.clear()
+    _connected.update(wanted)
+    tracked.clear()
+    tracked.update(found)
+    patch_tracked_classes(found)
+    children.clear()
+    children.update(parents)

@@ -1,0 +1,185 @@
+"""What a change submits (the change table), now or when its transaction commits.
+
+:func:`see` evaluates an object (is it public, what are its URLs),
+:func:`outcome` compares the object before and after a change, and
+:func:`change` hands the result over: at once outside a transaction, at the
+commit inside one (once per object and transaction, from the state before its
+first change to the state at commit).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from django.db import models
+from django.utils import timezone
+
+from ..collector import GoneURL, collect_on_commit, hand_over
+from ..compat import thread_connection
+from .state import rebuild
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    from ..registry import Plan
+
+#: Every module of the package logs as ``indexnow_django.tracking``.
+logger = logging.getLogger(__package__)
+
+__all__ = ["DRAFT", "Seen", "change", "failed", "open_change", "outcome", "see"]
+
+
+class Seen(NamedTuple):
+    """One object as tracking sees it, before or after a change."""
+
+    published: bool
+    when: datetime.datetime | None
+    public: bool
+    urls: tuple[str, ...]
+
+
+DRAFT = Seen(published=False, when=None, public=False, urls=())
+
+# tuple.__new__: a Seen without the Python-level constructor (this runs twice a save).
+_new_seen = tuple.__new__
+
+
+def see(plan: Plan, obj: Any, now: datetime.datetime | None = None) -> Seen:
+    """Evaluate ``obj`` (URLs only when it is public: a draft's are never needed)."""
+    options = plan.options
+    if plan.always_public:
+        return _new_seen(Seen, (True, None, True, tuple(map(str, options.urls(obj)))))
+    published = bool(options.is_published(obj))
+    when = options.publish_time(obj) if published else None
+    public = published and (when is None or when <= (now or timezone.now()))
+    urls = tuple(map(str, options.urls(obj))) if public else ()
+    return _new_seen(Seen, (published, when, public, urls))
+
+
+def failed(instance: models.Model, what: str, error: Exception) -> None:
+    """Log what went wrong for ``instance`` (its ``urls()`` raising, say); the caller carries on."""
+    logger.error(
+        "IndexNow could not %s model=%s pk=%s; nothing is submitted for this object",
+        what,
+        instance._meta.label,
+        instance.pk,
+        exc_info=error,
+    )
+
+
+def outcome(
+    plan: Plan, before: Seen | None, saved: models.Model, counts: bool, using: str
+) -> list[str]:
+    """The URLs a change submits (see the change table), scheduling a future publication.
+
+    ``before``: the object as stored before the change (``None``: the same as
+    ``saved``). ``counts``: whether a field that ``fields`` lists changed (or
+    ``fields`` is ``None``); a change of public state or of URLs counts anyway.
+    """
+    after = see(plan, saved)
+    old = after if before is None else before
+    if not counts and old == after:
+        return []
+    urls = list(after.urls)
+    if old.public and old.urls != after.urls:
+        urls.extend([GoneURL(u) for u in old.urls if u not in after.urls])
+    if after.published and after.when is not None and not after.public:  # still to come
+        from ..scheduling import schedule
+
+        schedule(plan.options, saved, after.when, using=using)
+    return urls
+
+
+# One change per object and transaction ------------------------------------------------
+
+
+class _Pending:
+    """An object changed inside a transaction: worked out when it commits.
+
+    Each change of the object registers its own on-commit piece; the first
+    that runs works the change out (from the state before the first change
+    to the state then), the others find it done. So a rolled-back savepoint
+    loses only its own piece, and Django's ``captureOnCommitCallbacks``,
+    which runs only the callbacks registered in its block, still sees it.
+    """
+
+    def __init__(self, plan: Plan, before: Seen | None, saved: models.Model, using: str) -> None:
+        self.plan = plan
+        self.before = before
+        self.saved = saved
+        self.counts = False
+        self.using = using
+        self.done = False
+        self.waiting: list[Callable[[], bool]] = []
+
+    def open(self) -> bool:
+        return not self.done and any(waiting() for waiting in self.waiting)
+
+    def resolve(self) -> list[str]:
+        if self.done:
+            return []
+        self.done = True
+        try:
+            return outcome(self.plan, self.before, self.saved, self.counts, self.using)
+        except Exception as error:
+            failed(self.saved, "work out the URLs of a save", error)
+            return []
+
+
+_pending: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[tuple[Any, ...], _Pending]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending | None:
+    """The change of ``obj`` still waiting for the current transaction, if any."""
+    waiting = _pending.get(connection)
+    if not waiting:
+        return None
+    pending = waiting.get((obj._meta.concrete_model, obj.pk))
+    return pending if pending is not None and pending.open() else None
+
+
+def change(
+    plan: Plan,
+    before: Seen | None,
+    saved: models.Model,
+    counts: bool,
+    using: str,
+    *,
+    copy_saved: bool = True,
+) -> None:
+    """Submit what a change of ``saved`` means, now or when its transaction commits.
+
+    ``copy_saved``: ``saved`` is the caller's instance, which may be edited
+    before the commit; what was saved is copied. Never raises.
+    """
+    connection = thread_connection(using)
+    if not connection.in_atomic_block:
+        try:
+            urls = outcome(plan, before, saved, counts, using)
+        except Exception as error:
+            failed(saved, "work out the URLs of a save", error)
+            return
+        if urls:
+            hand_over(urls, connection)
+        return
+    if copy_saved:
+        # What was saved, not later unsaved edits of the instance.
+        saved = rebuild(saved, saved.__dict__)
+    pending = open_change(saved, connection)
+    if pending is None:
+        waiting = _pending.setdefault(connection, {})
+        if len(waiting) > 1000:
+            for key in [k for k, p in waiting.items() if not p.open()]:
+                del waiting[key]
+        pending = waiting[(saved._meta.concrete_model, saved.pk)] = _Pending(
+            plan, before, saved, using
+        )
+    pending.saved = saved
+    pending.counts = pending.counts or counts
+    pending.waiting.append(collect_on_commit(pending.resolve, connection))

@@ -1,0 +1,330 @@
+"""Saves: what ``pre_save`` records and what ``post_save`` submits.
+
+A save of a tracked object takes one route:
+
+1. ``pre_save`` (:func:`before_save`) records, on the object's
+   :class:`~.state.TrackedState`, the stored row that the save overwrites:
+   the row the object was loaded or last saved with when it holds every
+   field (nothing to do, no query); else the row as the database holds it
+   (one query: an object built by hand, a field deferred); ``()`` for an
+   insert.
+2. ``post_save`` (:func:`after_save`) keeps the values the save wrote as the
+   object's row (the "before" of its next save) and hands the save to
+   :func:`settle`.
+3. :func:`settle` works the save's URLs out (:func:`urls_of_save`, from the
+   row before and the values written) where that costs least and is right:
+   at the end of the unit of work, with the unit's other saves, outside a
+   transaction; inside one, the state before is seen now and the rest at
+   the commit (:func:`.outcome.change`); with no unit of work, at once.
+
+A save through an untracked base class of a tracked multi-table model is a
+change of the child row it belongs to (:func:`before_base_save`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from django.db import models
+from django.utils import timezone
+
+from ..collector import LATER_LIMIT, current, hand_over
+from ..compat import thread_connection
+from ..conf import is_enabled
+from ..registry import plan_for
+from .outcome import DRAFT, Seen, change, failed, outcome, see
+from .state import (
+    MISSING,
+    ModelInfo,
+    Row,
+    as_dict,
+    changed,
+    children,
+    is_whole,
+    loaded,
+    model_info,
+    rebuild,
+    remember,
+    saved_attnames,
+    state,
+    stored_values,
+    tracked,
+)
+
+if TYPE_CHECKING:
+    from ..registry import Plan
+
+__all__ = ["after_save", "before_save", "fields_changed", "settle", "urls_of_save"]
+
+
+def fields_changed(plan: Plan, changes: set[str]) -> bool:
+    """Whether a change of the attnames ``changes`` is one that ``fields`` lists."""
+    return plan.attnames is None or not plan.attnames.isdisjoint(changes)
+
+
+# 1. Before the save ---------------------------------------------------------------------
+
+
+def before_save(
+    sender: type[models.Model],
+    instance: models.Model,
+    raw: bool,
+    using: str,
+    update_fields: Iterable[str] | None,
+    **kwargs: Any,
+) -> None:
+    """``pre_save``: the stored row that the save overwrites."""
+    known = state(instance)
+    known.raw = raw
+    known.before = None
+    if raw or not is_enabled():
+        return
+    info = tracked.get(sender)
+    if info is None:
+        known.base_save = before_base_save(instance, using, update_fields)
+        return
+    row = known.row
+    if not instance._state.adding and is_whole(row, info):
+        known.before = row  # loaded, or saved, by this process: no work before the save
+        return
+    try:
+        known.before, known.deferred = _stored_row(instance, info, using)
+    except Exception as error:
+        failed(instance, "work out the stored state before a save", error)
+
+
+def _stored_row(
+    instance: models.Model, info: ModelInfo, using: str
+) -> tuple[Row, dict[str, Any] | None]:
+    """The row ``instance`` overwrites, as the database holds it (``()``: none), and the
+    stored values of the fields still deferred on ``instance``.
+    """
+    model = type(instance)
+    if instance._state.adding:
+        if instance.pk is None or all(
+            f.has_default() or f.has_db_default() for f in instance._meta.pk_fields
+        ):
+            return (), None  # an insert (Django skips the UPDATE too)
+        return stored_values(model, instance.pk, using, info.attnames) or (), None
+    values = loaded(instance)
+    if values is None:
+        # Never loaded (rebuilt from a revision, say): the row is what it overwrites.
+        return stored_values(model, instance.pk, using, info.attnames) or (), None
+    # Deferred when the object was loaded: one query for all of them, so that
+    # urls() never loads them one by one.
+    missing = [a for a in info.attnames if a not in values]
+    stored = stored_values(model, instance.pk, using, missing)
+    if stored is None:
+        return (), None
+    current = instance.__dict__
+    return {**values, **stored}, {a: v for a, v in stored.items() if a not in current}
+
+
+# 2. After the save ----------------------------------------------------------------------
+
+
+def after_save(
+    sender: type[models.Model],
+    instance: models.Model,
+    created: bool,
+    raw: bool,
+    using: str,
+    update_fields: Iterable[str] | None = None,
+    **kwargs: Any,
+) -> None:
+    """``post_save``: keep the row as saved and submit what the save changed."""
+    if raw:
+        return
+    known = state(instance)
+    before, known.before = known.before, None
+    deferred, known.deferred = known.deferred, None
+    info = tracked.get(sender)
+    if info is None:
+        base_save, known.base_save = known.base_save, None
+        if base_save is not None:
+            after_base_save(base_save, instance, using)
+        return
+    overwritten = known.row
+    if update_fields is None and not info.mutable:
+        saved: dict[str, Any] = instance.__dict__.copy()
+        del saved["_state"]  # no cycle: the object and its state are freed at once
+        known.row = saved
+    elif update_fields is None:
+        saved = remember(instance, info.attnames)
+    else:
+        saved = remember(instance, saved_attnames(instance, update_fields))
+    if before is None:
+        return
+    plan = plan_for(sender)
+    if plan is not None:
+        # A save of a loaded object (its row known, no query made) is worked out with
+        # the unit's other saves; one that needed the database, at once.
+        later = before is overwritten
+        settle(plan, info, before, instance, saved, update_fields, deferred, using, later=later)
+
+
+# 3. What it submits -----------------------------------------------------------------------
+
+
+def settle(
+    plan: Plan,
+    info: ModelInfo,
+    before: Row,
+    instance: models.Model,
+    saved: dict[str, Any],
+    update_fields: Iterable[str] | None,
+    deferred: dict[str, Any] | None,
+    using: str,
+    *,
+    later: bool,
+) -> None:
+    """Submit what a save changed, worked out when that is right and cheapest.
+
+    ``later``: outside a transaction, in a unit of work, the URLs may be worked
+    out at the end of the unit, together with its other saves (that costs less).
+    """
+    args = (plan, info, before, instance, saved, update_fields, deferred, using)
+    connection = thread_connection(using)
+    if connection.in_atomic_block:
+        # The state before is seen now; what the object is at the commit, then.
+        try:
+            compared = _compared(plan, info, before, instance, saved, update_fields)
+        except Exception as error:
+            failed(instance, "work out the stored state before a save", error)
+            return
+        if compared is not None:
+            after = _as_saved(instance, saved, deferred, info)
+            change(plan, compared[0], after, compared[1], using, copy_saved=after is instance)
+        return
+    collector = current()
+    if later and collector is not None and collector.hold is None and collector.accepts():
+        # At the end of the unit, with its other saves (less per save).
+        waiting = collector.waiting
+        waiting.append((urls_of_save, args))
+        if len(waiting) >= LATER_LIMIT:
+            collector.settle()
+        return
+    urls = urls_of_save(*args)
+    if urls:
+        hand_over(urls, connection)
+
+
+def urls_of_save(
+    plan: Plan,
+    info: ModelInfo,
+    before: Row,
+    instance: models.Model,
+    saved: dict[str, Any],
+    update_fields: Iterable[str] | None,
+    deferred: dict[str, Any] | None,
+    using: str,
+) -> list[str]:
+    """The URLs of a save (see the change table). Never raises (a failure is logged).
+
+    ``before``: the row the save overwrote (``()``: none); ``saved``: the values
+    it wrote (the instance may have been edited since).
+    """
+    try:
+        compared = _compared(plan, info, before, instance, saved, update_fields)
+    except Exception as error:
+        failed(instance, "work out the stored state before a save", error)
+        return []
+    if compared is None:
+        return []
+    try:
+        after = _as_saved(instance, saved, deferred, info)
+        return outcome(plan, compared[0], after, compared[1], using)
+    except Exception as error:
+        failed(instance, "work out the URLs of a save", error)
+        return []
+
+
+def _compared(
+    plan: Plan,
+    info: ModelInfo,
+    before: Row,
+    instance: models.Model,
+    saved: dict[str, Any],
+    update_fields: Iterable[str] | None,
+) -> tuple[Seen | None, bool] | None:
+    """The object as stored before the save (``None``: the same as after it) and whether
+    a field of ``fields`` changed; ``None`` when the save changed nothing that counts.
+    Builds the stored object only when a field changed.
+    """
+    if not before:
+        return DRAFT, True  # an insert
+    values = as_dict(before, info)
+    changes = changed(values, saved, instance, info, update_fields)
+    if info.auto:
+        changes -= info.auto  # set by the save itself, not by the caller
+    if not changes:
+        return (None, True) if plan.attnames is None else None
+    return see(plan, rebuild(instance, values, info, fresh=True)), fields_changed(plan, changes)
+
+
+def _as_saved(
+    instance: models.Model,
+    saved: dict[str, Any],
+    deferred: dict[str, Any] | None,
+    info: ModelInfo,
+) -> models.Model:
+    """The object as the save wrote it: ``instance`` itself (its cached relations and
+    prefetches serve ``urls()``) unless it was edited since or fields stay deferred."""
+    if deferred:
+        # Fields still deferred were not saved: their stored values are current.
+        return rebuild(instance, {**deferred, **saved}, info)
+    current = instance.__dict__
+    for attname in info.attnames:
+        if current.get(attname, MISSING) is not saved.get(attname, MISSING):
+            return rebuild(instance, saved, info)  # edited since
+    return instance
+
+
+# Saves through a base class -----------------------------------------------------------------
+
+
+class BaseSave(NamedTuple):
+    """A save through an untracked base class: the child row it changes, as stored."""
+
+    plan: Plan
+    child: models.Model
+    seen: Seen
+    counts: bool
+
+
+def before_base_save(
+    instance: models.Model, using: str, update_fields: Iterable[str] | None
+) -> BaseSave | None:
+    """The stored child row of a tracked multi-table model that a save of ``instance``
+    (an object of its untracked base class) changes, if there is one."""
+    if instance._state.adding and instance.pk is None:
+        return None
+    try:
+        for child_model in children.get(type(instance), ()):
+            child = child_model._base_manager.using(using).filter(pk=instance.pk).first()
+            if child is None:
+                continue
+            plan = plan_for(child_model)
+            if plan is None:
+                return None
+            values = {f.attname: getattr(child, f.attname) for f in instance._meta.concrete_fields}
+            info = model_info(type(instance))
+            changes = changed(values, instance.__dict__, instance, info, update_fields)
+            seen = see(plan, child, timezone.now())
+            return BaseSave(plan, child, seen, fields_changed(plan, changes))
+    except Exception as error:
+        failed(instance, "work out the stored state before a save", error)
+    return None
+
+
+def after_base_save(base_save: BaseSave, instance: models.Model, using: str) -> None:
+    child = base_save.child
+    current = instance.__dict__
+    values = {
+        f.attname: current[f.attname]
+        for f in instance._meta.concrete_fields
+        if f.attname in current
+    }
+    saved = rebuild(child, {**child.__dict__, **values})
+    change(base_save.plan, base_save.seen, saved, base_save.counts, using, copy_saved=False)

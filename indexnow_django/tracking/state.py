@@ -1,0 +1,244 @@
+"""What tracking knows about one object (:class:`TrackedState`) and about its model.
+
+The row an object was loaded or last saved with is the "before" of its next
+save: :class:`TrackedState` keeps a reference to it (nothing is copied), and
+what a ``pre_*`` handler learns for its ``post_*`` handler. The helpers below
+read that row, ask the database for it when it is not known, and build the
+object as stored from it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from django.db import models
+
+from ..compat import keep_state, kept_state
+
+__all__ = [
+    "MISSING",
+    "ModelInfo",
+    "Row",
+    "TrackedState",
+    "changed",
+    "children",
+    "info_of",
+    "loaded",
+    "model_info",
+    "rebuild",
+    "remember",
+    "state",
+    "stored_values",
+    "tracked",
+]
+
+#: Values of a row: a sequence in the order of the model's concrete fields (as loaded),
+#: or a dict by attname (fields deferred when it was loaded, or as a save wrote it).
+Row = Sequence[Any] | dict[str, Any]
+
+MISSING: Any = object()
+
+_MUTABLE_TYPES = frozenset({"JSONField", "ArrayField", "HStoreField"})
+
+
+class TrackedState:
+    """Tracking's state for one model instance, kept with the instance (see
+    :func:`indexnow_django.compat.keep_state`).
+
+    Only :attr:`row` outlives a single save, delete or m2m change; the other
+    attributes carry what a ``pre_*`` signal handler found to the ``post_*`` one.
+    """
+
+    #: The row as loaded or last saved (``None``: not known, e.g. built by hand).
+    row: Row | None = None
+    #: Set by ``pre_save`` for ``post_save``: the stored row the save overwrites;
+    #: ``()`` for an insert; ``None`` when the save is not tracked.
+    before: Row | None = None
+    #: Stored values of the fields still deferred on the instance (a save does not write them).
+    deferred: dict[str, Any] | None = None
+    #: Set by ``pre_save`` of a save through an untracked base class: the child row it
+    #: changes (a :class:`~.save.BaseSave`).
+    base_save: Any = None
+    #: Whether the last save was raw (``loaddata``): its m2m data is ignored like the save.
+    raw: bool = False
+    #: Set by ``pre_delete`` for ``post_delete``: the URLs of the object as stored.
+    deleted: tuple[str, ...] = ()
+    #: Set by the ``pre_*`` actions of an m2m change for the ``post_*`` ones, per through
+    #: model: the object as stored (a change of its own field), or the objects of the
+    #: other side that the change reaches (a change from the other side).
+    m2m_before: dict[type[models.Model], Any] | None = None
+    m2m_reverse: dict[type[models.Model], Any] | None = None
+
+    def __init__(self, owner: int, row: Row | None) -> None:
+        #: ``id()`` of the instance this state belongs to (a copy of it shares ``_state``).
+        self._owner = owner
+        self.row = row
+
+    def __repr__(self) -> str:
+        return f"<TrackedState row={'known' if self.row is not None else 'unknown'}>"
+
+
+def state(instance: models.Model) -> TrackedState:
+    """The :class:`TrackedState` of ``instance``, made on first use.
+
+    A copy of an instance (``copy.copy``) shares its ``_state`` extras with the
+    original: it gets a state of its own that starts from the same row.
+    """
+    found: TrackedState | None = kept_state(instance)
+    if found is None or found._owner != id(instance):
+        found = TrackedState(id(instance), found.row if found is not None else None)
+        keep_state(instance, found)
+    return found
+
+
+def loaded_row(instance: models.Model) -> Row | None:
+    """The row ``instance`` was loaded or last saved with, as kept (no copy)."""
+    found: TrackedState | None = kept_state(instance)
+    return found.row if found is not None else None
+
+
+# The model ---------------------------------------------------------------------------
+
+
+class ModelInfo(NamedTuple):
+    """What the handlers need about one tracked model class, worked out once."""
+
+    attnames: tuple[str, ...]
+    attset: frozenset[str]
+    #: (name, attname) of the concrete relations, whose cached objects a copy keeps.
+    relations: tuple[tuple[str, str], ...]
+    #: attnames whose values can change in place (JSON...): copied deeply.
+    mutable: frozenset[str]
+    #: attnames whose value the save itself sets (``auto_now``): not a change of the caller's.
+    auto: frozenset[str]
+
+
+def model_info(model: type[models.Model]) -> ModelInfo:
+    fields = model._meta.concrete_fields
+    return ModelInfo(
+        tuple(f.attname for f in fields),
+        frozenset(f.attname for f in fields),
+        tuple((f.name, f.attname) for f in fields if f.is_relation),
+        frozenset(f.attname for f in fields if f.get_internal_type() in _MUTABLE_TYPES),
+        frozenset(f.attname for f in fields if getattr(f, "auto_now", False)),
+    )
+
+
+#: Tracked models (registered, or subclasses of registered ones).
+tracked: dict[type[models.Model], ModelInfo] = {}
+#: Untracked models with tracked multi-table children, deepest children first.
+children: dict[type[models.Model], list[type[models.Model]]] = {}
+
+
+def info_of(model: type[models.Model]) -> ModelInfo:
+    info = tracked.get(model)
+    return info if info is not None else model_info(model)
+
+
+# The stored row -----------------------------------------------------------------------
+
+
+def as_dict(row: Row, info: ModelInfo) -> dict[str, Any]:
+    """``row`` by attname (a dict row keeps only the model's fields)."""
+    if type(row) is dict:
+        return {a: row[a] for a in info.attnames if a in row}
+    return dict(zip(info.attnames, row, strict=True))
+
+
+def is_whole(row: Row | None, info: ModelInfo) -> bool:
+    """Whether ``row`` holds every concrete field (nothing was deferred)."""
+    if row is None:
+        return False
+    if type(row) is dict:
+        return row.keys() >= info.attset
+    return len(row) == len(info.attnames)
+
+
+def loaded(instance: models.Model) -> dict[str, Any] | None:
+    """The values (by attname) the object was loaded or last saved with, if known."""
+    row = loaded_row(instance)
+    if row is None or type(row) is dict:
+        return row
+    return dict(zip(info_of(type(instance)).attnames, row, strict=True))
+
+
+def remember(instance: models.Model, attnames: Iterable[str]) -> dict[str, Any]:
+    """After a save or a refresh: the row holds ``attnames``' current values. Returns it."""
+    row = dict(loaded(instance) or {})  # a new one: a save compares with the old
+    current = instance.__dict__
+    mutable = info_of(type(instance)).mutable
+    for attname in attnames:
+        if attname in current:
+            value = current[attname]
+            row[attname] = copy.deepcopy(value) if attname in mutable else value
+    state(instance).row = row
+    return row
+
+
+def stored_values(
+    model: type[models.Model], pk: Any, using: str, attnames: Iterable[str]
+) -> dict[str, Any] | None:
+    """``attnames`` of the stored row (one query), or ``None`` when there is none."""
+    rows = list(model._base_manager.using(using).filter(pk=pk).values(*attnames)[:1])
+    return rows[0] if rows else None
+
+
+def rebuild(
+    instance: models.Model,
+    values: Mapping[str, Any],
+    info: ModelInfo | None = None,
+    *,
+    fresh: bool = False,
+) -> models.Model:
+    """A copy of ``instance`` holding ``values``: the object as it was stored.
+
+    ``fresh``: ``values`` is a dict of attnames only that nothing else holds;
+    it becomes the copy's own.
+    """
+    model = type(instance)
+    if info is None:
+        info = info_of(model)
+    old = model.__new__(model)
+    if fresh:
+        old.__dict__ = values  # type: ignore[assignment]
+    else:
+        old.__dict__.update({a: values[a] for a in info.attnames if a in values})
+    old_state = old._state = models.base.ModelState()
+    old_state.adding = False
+    old_state.db = instance._state.db
+    if info.relations:
+        # Related objects cached on the instance are still right where their key did not change.
+        cache = instance._state.fields_cache
+        current = instance.__dict__
+        for name, attname in info.relations:
+            if name in cache and values.get(attname, MISSING) == current.get(attname):
+                old_state.fields_cache[name] = cache[name]
+    return old
+
+
+def changed(
+    values: Mapping[str, Any],
+    current: Mapping[str, Any],
+    instance: models.Model,
+    info: ModelInfo,
+    update_fields: Iterable[str] | None,
+) -> set[str]:
+    """The attnames whose value in ``current`` (the instance's values, or a copy of
+    them) differs from ``values``."""
+    attnames: Iterable[str]
+    if update_fields is not None:
+        attnames = saved_attnames(instance, update_fields)
+    else:
+        attnames = info.attnames
+    get = values.get
+    return {a for a in attnames if a in current and get(a, MISSING) != current[a]}
+
+
+def saved_attnames(instance: models.Model, update_fields: Iterable[str]) -> list[str]:
+    """The attnames that ``save(update_fields=...)`` writes."""
+    names = set(update_fields)
+    return [
+        f.attname for f in instance._meta.concrete_fields if f.name in names or f.attname in names
+    ]
