@@ -21,7 +21,9 @@ retries it. It also starts its scheduler again when that process died (rq
 would wait for its 10-minute maintenance), and queues the URLs that web
 processes kept in the database while Redis could not take their jobs
 (:mod:`indexnow_django.pending`). A busy worker looks when it is idle again;
-any idle worker of the queue will do.
+any idle worker of the queue will do. The test suite shortens the interval,
+and the heartbeats of delivery jobs, with :data:`SWEEP_EVERY_ENV` and
+:data:`~indexnow_django.queue.HEARTBEAT_TTL_ENV`.
 
 A worker that has no scheduler running (it never got the lock, or its
 scheduler died) asks for the lock at each look, and takes it over from a
@@ -60,7 +62,7 @@ from .collector import batch
 from .compat import scheduler_died, scheduler_running, take_over_scheduler_lock
 from .conf import get_settings, settings_fingerprint
 from .jobs import resend_orphans
-from .queue import get_queue
+from .queue import env_seconds, get_queue
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,9 @@ WORKER_CLASS_LINE = 'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}'
 
 #: Seconds between two looks for delivery jobs whose worker died.
 SWEEP_EVERY = 10
+#: An environment variable that sets :data:`SWEEP_EVERY` (whole seconds) for the test
+#: suite, whose tests of dead workers need not wait for it. Leave it unset in production.
+SWEEP_EVERY_ENV = "INDEXNOW_SWEEP_EVERY"
 
 #: The field of rq's worker hash (``rq:worker:<name>``) that holds, as JSON, the
 #: :func:`~indexnow_django.conf.settings_fingerprint` of the settings the worker
@@ -95,6 +100,11 @@ SCHEDULER_TAKEOVER_AFTER = 10.0
 
 #: What Redis raises when it cannot be reached for a while, or refuses writes.
 REDIS_OUTAGE = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, ReadOnlyError)
+
+
+def sweep_every() -> int:
+    """Seconds between two looks: :data:`SWEEP_EVERY`, or :data:`SWEEP_EVERY_ENV`'s."""
+    return env_seconds(SWEEP_EVERY_ENV, SWEEP_EVERY)
 
 
 class UnitOfWorkMixin:
@@ -139,7 +149,7 @@ class UnitOfWorkMixin:
 
     @property
     def dequeue_timeout(self) -> int:
-        return min(int(super().dequeue_timeout), SWEEP_EVERY)  # type: ignore[misc]
+        return min(int(super().dequeue_timeout), sweep_every())  # type: ignore[misc]
 
     @property
     def should_run_maintenance_tasks(self) -> bool:
@@ -147,7 +157,7 @@ class UnitOfWorkMixin:
         return rq_wants or time.monotonic() >= self._indexnow_next_sweep
 
     def run_maintenance_tasks(self) -> None:
-        self._indexnow_next_sweep = time.monotonic() + SWEEP_EVERY
+        self._indexnow_next_sweep = time.monotonic() + sweep_every()
         if super().should_run_maintenance_tasks:  # type: ignore[misc]
             try:
                 super().run_maintenance_tasks()  # type: ignore[misc]

@@ -28,6 +28,11 @@ FAST_RETRY = {
     "SERVER_ERROR_DELAY": 1,
 }
 
+#: The environment of a worker whose dead peers' jobs are found within seconds: it looks
+#: every second (not 10), and heartbeats last 4 seconds (not 15). Give it to every worker
+#: of the test, the one that dies too (its heartbeats are the ones that must lapse).
+FAST_SWEEP = {"INDEXNOW_SWEEP_EVERY": "1", "INDEXNOW_HEARTBEAT_TTL": "4"}
+
 
 def queue_job_ids(conn: redis.Redis) -> list[str]:
     """Ids of the jobs waiting in the queue (not scheduled, not started)."""

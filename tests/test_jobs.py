@@ -33,6 +33,7 @@ from indexnow_django.queue import META_ATTEMPT, META_BATCH_ID
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests.rqhelpers import (
     FAST_RETRY,
+    FAST_SWEEP,
     all_job_ids,
     batch_jobs,
     exc_string,
@@ -385,9 +386,9 @@ def test_a_job_whose_whole_worker_died_mid_post_is_sent_by_another_worker(
     dispatch(["/a/"])
     job = only_queued_job(redis_conn)
     batch_id = job.meta[META_BATCH_ID]
-    doomed = start_worker(overrides)
+    doomed = start_worker(overrides, extra_env=FAST_SWEEP)
     engine.wait_for_posts(1, timeout=20)
-    start_worker(overrides)  # the one left running
+    start_worker(overrides, extra_env=FAST_SWEEP)  # the one left running
 
     getattr(doomed, stop)()
     died_at = time.time()
@@ -418,9 +419,9 @@ def test_a_worker_killed_at_the_last_attempt_fails_the_job_naming_the_count(
     engine.queue_replies(Reply(200, delay=25))
     dispatch(["/a/"])
     job = only_queued_job(redis_conn)
-    doomed = start_worker(overrides)
+    doomed = start_worker(overrides, extra_env=FAST_SWEEP)
     engine.wait_for_posts(1, timeout=20)
-    start_worker(overrides)
+    start_worker(overrides, extra_env=FAST_SWEEP)
 
     doomed.kill()
 

@@ -183,11 +183,11 @@ def test_a_scheduler_process_that_died_is_started_again_and_retries_run(
 
     from indexnow_django.dispatch import dispatch
     from indexnow_django.testing import Reply
-    from tests.rqhelpers import FAST_RETRY, wait_for_count
+    from tests.rqhelpers import FAST_RETRY, FAST_SWEEP, wait_for_count
 
     overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY}
     indexnow_settings(**overrides)
-    worker = start_worker(overrides)
+    worker = start_worker(overrides, extra_env=FAST_SWEEP)
     # An idle worker's one child is its scheduler, started just after the worker is ready.
     wait_for_count(lambda: len(worker.children()), 1)
     [scheduler] = worker.children()
