@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -26,10 +27,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
+from django.utils.timezone import localtime
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from .compat import admin_markup
 from .conf import IndexNowSettings, get_settings
 from .entries import read_pasted
 from .models import Delivery
@@ -200,18 +204,10 @@ class SubmitURLsForm(forms.Form):
 
 @admin.register(Delivery)
 class DeliveryAdmin(_ModelAdmin):
-    list_display = [
-        "sent_at",
-        "outcome_badge",
-        "engine",
-        "host",
-        "url_count",
-        "status",
-        "attempt",
-        "batch_id",
-        "duration",
-    ]
-    list_display_links = ["sent_at"]
+    #: Narrow enough for a 1400 px window with the admin's sidebar and the filters: the
+    #: status code and the attempt ride with the outcome, the duration is on the detail page.
+    list_display = ["sent", "outcome_badge", "engine", "host", "url_count", "batch_id"]
+    list_display_links = ["sent"]
     list_filter = ["outcome", "engine", "host", "sent_at"]
     #: A batch id matches exactly; a URL or any part of one matches anywhere in a
     #: record's URLs: a scan of the URL texts of the retention window. Case-sensitive
@@ -271,11 +267,28 @@ class DeliveryAdmin(_ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Delivery | None = None) -> list[str]:
         return [*(f.name for f in Delivery._meta.fields), "job", "url_list_html"]
 
+    @admin.display(description=_("sent at"), ordering="sent_at")
+    def sent(self, obj: Delivery) -> str:
+        """Month, day and time: the history keeps days, not years."""
+        when = localtime(obj.sent_at)
+        return format_html(
+            '<time datetime="{}" title="{}">{}</time>',
+            when.isoformat(),
+            date_format(when, "DATETIME_FORMAT"),
+            date_format(when, "M j, H:i:s"),
+        )
+
     @admin.display(description=_("outcome"), ordering="outcome")
     def outcome_badge(self, obj: Delivery) -> str:
         colour = OUTCOME_COLOURS.get(obj.outcome, "#666")
+        details = [str(obj.status)] if obj.status else []
+        if obj.attempt > 1:
+            details.append(str(_("attempt %(number)d") % {"number": obj.attempt}))
         return format_html(
-            '<span style="color:{};font-weight:bold">{}</span>', colour, obj.get_outcome_display()
+            '<span style="color:{};font-weight:bold">{}</span>{}',
+            colour,
+            obj.get_outcome_display(),
+            format_html(" <span>{}</span>", ", ".join(details)) if details else "",
         )
 
     @admin.display(description=_("URL list"))
@@ -315,6 +328,7 @@ class DeliveryAdmin(_ModelAdmin):
             context["indexnow_chart"] = chart(_urls_per_day(queryset, days))
             context["indexnow_can_submit"] = self.has_submit_permission(request)
             context["indexnow_history_enabled"] = conf.history_enabled if conf else True
+            context["indexnow_admin"] = admin_markup()
         return response
 
     # -- actions
@@ -391,7 +405,7 @@ class DeliveryAdmin(_ModelAdmin):
                     # Only the lines to correct stay in the box.
                     data = request.POST.copy()
                     data["urls"] = "\n".join(line for _, line, _ in invalid)
-                    response.context_data["form"] = SubmitURLsForm(data)  # type: ignore[index]
+                    response.context_data.update(_form_context(SubmitURLsForm(data)))  # type: ignore[union-attr]
                 if not valid:
                     messages.error(request, _("No URL to submit."))
                 return response
@@ -406,11 +420,21 @@ class DeliveryAdmin(_ModelAdmin):
             **self.admin_site.each_context(request),
             "title": _("Submit URLs to IndexNow"),
             "opts": self.opts,
-            "form": form,
+            **_form_context(form),
             "invalid": invalid,
+            "indexnow_admin": admin_markup(),
             "has_view_permission": self.has_view_permission(request),
         }
         return TemplateResponse(request, "admin/indexnow/delivery/submit.html", context)
+
+
+def _form_context(form: SubmitURLsForm) -> dict[str, Any]:
+    """The form, and the same as the admin's fieldsets, so that it renders like a change form
+    of the installed Django (``admin/includes/fieldset.html``)."""
+    fieldsets = [(None, {"fields": list(form.fields)})]
+    # AdminForm renders any form; its stubs ask for a ModelForm.
+    adminform = helpers.AdminForm(form, fieldsets, {})  # type: ignore[arg-type]
+    return {"form": form, "adminform": adminform}
 
 
 def _settings_or_none() -> IndexNowSettings | None:

@@ -25,6 +25,8 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
 * :func:`take_over_scheduler_lock`: ``RQScheduler._queue_names``, ``name`` and
   ``interval``, and that rq's lock key of a queue holds the name of the
   scheduler that serves it, renewed to ``interval + 60`` seconds;
+* :func:`admin_markup`: the markup of Django's own admin templates that ours
+  repeat (breadcrumbs, where the object tools sit), which changed in 6.1;
 * :func:`thread_connection`: that ``django.db.connections`` keeps one
   connection object per alias for the life of a thread that runs no event
   loop (asgiref's thread-critical ``Local``), so a tracked save need not ask
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PendingCallback",
+    "admin_markup",
     "can_run_after_response",
     "keep_state",
     "kept_state",
@@ -340,3 +343,17 @@ def wagtail_site_request(root: Any) -> HttpRequest:
     roots: Sequence[Any] = [root]
     request._wagtail_cached_site_root_paths = roots  # type: ignore[attr-defined]
     return request
+
+
+def admin_markup() -> dict[str, bool]:
+    """How the installed Django's admin templates are built, for the app's pages to match.
+
+    ``breadcrumbs_list``: breadcrumbs are ``<ol class="breadcrumbs">`` of ``<li>`` items
+    (Django 6.1), not a ``<div class="breadcrumbs">`` of links between ``&rsaquo;``.
+    ``tools_in_header``: ``admin/base.html`` puts the ``object-tools`` block beside the
+    title (6.1), not at the top of a change list's content.
+    """
+    import django
+
+    new = django.VERSION >= (6, 1)
+    return {"breadcrumbs_list": new, "tools_in_header": new}

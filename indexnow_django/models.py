@@ -53,7 +53,8 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.engine} {self.host}: {self.url_count} URL(s) {self.outcome}"
+        # As indexnow_submit says it: the host whose URLs were sent, then the engine.
+        return f"{self.host} → {self.engine}: {self.url_count} URL(s) {self.get_outcome_display()}"
 
     @property
     def url_list(self) -> list[str]:

@@ -4,8 +4,14 @@ loopback engine: it logs in, finds a URL by search, sees the chart, opens a reco
 runs "Send again" (the engine receives the URLs again), and uses "Submit URLs" and
 the "Submit now" button of a registered model's change page.
 
+On each page it checks that the app's parts look like the installed Django's own (the
+breadcrumbs, form rows and object tools, whose markup changed in Django 6.1), and that at
+1400 px the list's title, button and chart legend do not wrap and its table needs no
+sideways scrolling. Run it on each supported Django (``nox -s tests``).
+
 It takes the screenshots of docs/admin.md. They are written to a temporary
-directory, or to ``docs/img/`` when ``INDEXNOW_SCREENSHOTS=docs`` is set.
+directory, to ``docs/img/`` when ``INDEXNOW_SCREENSHOTS=docs`` is set, or to
+``$INDEXNOW_SCREENSHOTS/django-<version>/`` for any other folder, to compare versions.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import django
 import pytest
 from django.contrib.auth.models import User
 
@@ -39,7 +46,7 @@ FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--window-size=1280,1000",
+    "--window-size=1400,1000",
 ]
 WAIT = 20
 
@@ -75,8 +82,11 @@ def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 @pytest.fixture
 def shots(tmp_path: Path) -> Path:
-    if os.environ.get("INDEXNOW_SCREENSHOTS") == "docs":
+    where = os.environ.get("INDEXNOW_SCREENSHOTS")
+    if where == "docs":
         folder = ROOT / "docs" / "img"
+    elif where:
+        folder = Path(where) / f"django-{django.__version__}"
     else:
         folder = tmp_path / "img"
     folder.mkdir(parents=True, exist_ok=True)
@@ -90,6 +100,43 @@ def wait_for(driver: Any, css: str) -> Any:
 
     return WebDriverWait(driver, WAIT).until(
         expected_conditions.presence_of_element_located((By.CSS_SELECTOR, css))
+    )
+
+
+#: Computed styles that make a part look like the rest of the admin.
+LOOK = ["font-size", "font-weight", "color", "background-color", "text-transform", "padding-left"]
+
+
+def look(driver: Any, element: Any, properties: list[str] = LOOK) -> dict[str, str]:
+    return driver.execute_script(
+        "const style = getComputedStyle(arguments[0]);"
+        "return Object.fromEntries(arguments[1].map(name => [name, style.getPropertyValue(name)]));",
+        element,
+        properties,
+    )
+
+
+def lines(driver: Any, element: Any) -> float:
+    """How many lines of text an element takes."""
+    return driver.execute_script(
+        "const e = arguments[0], style = getComputedStyle(e);"
+        "const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.2;"
+        "const box = e.getBoundingClientRect();"
+        "return (box.height - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom)) / line;",
+        element,
+    )
+
+
+def breadcrumbs(driver: Any) -> tuple[str, dict[str, str], list[str]]:
+    """The breadcrumbs' element, look and texts, as the installed Django writes them."""
+    from selenium.webdriver.common.by import By
+
+    element = driver.find_element(By.CSS_SELECTOR, ".breadcrumbs")
+    links = element.find_elements(By.CSS_SELECTOR, "a")
+    return (
+        element.tag_name,
+        {**look(driver, element), "display": look(driver, element, ["display"])["display"]},
+        sorted({str(look(driver, link, ["color", "text-decoration-line"])) for link in links}),
     )
 
 
@@ -114,10 +161,28 @@ def test_the_admin_in_a_browser_finds_sends_again_and_submits(
 
     # The list, its chart, and a search for part of a URL.
     wait_for(browser, "#result_list")
+    assert browser.get_window_size()["width"] == 1400
     bars = browser.find_elements(By.CSS_SELECTOR, "#indexnow-chart svg rect")
     assert bars, "no bar in the chart"
     assert "URLs per day by outcome" in browser.find_element(By.ID, "indexnow-chart").text
     browser.save_screenshot(str(shots / "admin-deliveries.png"))
+    # At 1400 px nothing wraps and the table needs no sideways scrolling.
+    native_crumbs = breadcrumbs(browser)  # Django's own change list
+    title = browser.find_element(By.CSS_SELECTOR, "#content h1")
+    button = browser.find_element(By.CSS_SELECTOR, ".object-tools a.addlink")
+    caption = browser.find_element(By.CSS_SELECTOR, "#indexnow-chart figcaption")
+    for name, element in [("title", title), ("Submit URLs", button), ("chart legend", caption)]:
+        assert lines(browser, element) < 1.5, f"the {name} wraps"
+    chart_top = browser.find_element(By.ID, "indexnow-chart").rect["y"]
+    assert chart_top >= title.rect["y"] + title.rect["height"], "the chart sits beside the title"
+    results = browser.find_element(By.CSS_SELECTOR, "#changelist .results")
+    overflow = browser.execute_script(
+        "return arguments[0].scrollWidth - arguments[0].clientWidth;", results
+    )
+    widths = browser.execute_script(
+        "return [...document.querySelectorAll('#result_list thead th')].map(th => [th.innerText, th.getBoundingClientRect().width]);"
+    )
+    assert overflow <= 0, f"the list scrolls sideways by {overflow}px: {widths}"
     search = browser.find_element(By.ID, "searchbar")
     search.send_keys("second-post")
     search.submit()
@@ -131,6 +196,9 @@ def test_the_admin_in_a_browser_finds_sends_again_and_submits(
     rows[0].find_element(By.CSS_SELECTOR, "th a").click()
     urls = wait_for(browser, "ol.indexnow-urls")
     assert urls.text.split("\n") == [A, B]
+    heading = browser.find_element(By.CSS_SELECTOR, "#content h2").text
+    assert heading == f"www.example.com → {record.engine}: 2 URL(s) accepted"
+    assert breadcrumbs(browser) == native_crumbs
     browser.save_screenshot(str(shots / "admin-delivery.png"))
     browser.back()
 
@@ -153,6 +221,12 @@ def test_the_admin_in_a_browser_finds_sends_again_and_submits(
     skipped = wait_for(browser, "#indexnow-invalid")
     assert "line 2: www.example.com/no-scheme" in skipped.text
     browser.save_screenshot(str(shots / "admin-submit.png"))
+    # Breadcrumbs and form rows as on Django's own pages of this version.
+    assert breadcrumbs(browser) == native_crumbs
+    assert browser.find_element(By.CSS_SELECTOR, ".breadcrumbs").text.endswith("Submit URLs")
+    submit_label = look(browser, browser.find_element(By.CSS_SELECTOR, "label[for=id_urls]"))
+    submit_row = browser.find_element(By.CSS_SELECTOR, ".form-row.field-urls")
+    submit_row_look = look(browser, submit_row, ["padding-top", "border-bottom-color", "display"])
     posts = engine.wait_for_posts(before + 2)
     assert posts[-1].urls == [
         "https://www.example.com/browser/third-post/",
@@ -164,6 +238,20 @@ def test_the_admin_in_a_browser_finds_sends_again_and_submits(
     status = wait_for(browser, "#indexnow-status")
     assert "last accepted" in status.text
     browser.save_screenshot(str(shots / "admin-object.png"))
+    # A required field of a change form looks like the Submit URLs page's box, and the
+    # "Submit now" button like the object tools beside it.
+    title_label = browser.find_element(By.CSS_SELECTOR, "label[for=id_title]")
+    assert look(browser, title_label) == submit_label
+    title_row = browser.find_element(By.CSS_SELECTOR, ".form-row.field-title")
+    assert look(browser, title_row, ["padding-top", "border-bottom-color", "display"]) == (
+        submit_row_look
+    )
+    history = browser.find_element(By.CSS_SELECTOR, ".object-tools a.historylink")
+    submit_now = browser.find_element(By.CSS_SELECTOR, "#indexnow-submit-now button")
+    tool_look = [*LOOK, "border-radius", "letter-spacing", "font-family"]
+    assert look(browser, submit_now, tool_look) == look(browser, history, tool_look)
+    assert abs(submit_now.rect["height"] - history.rect["height"]) <= 1
+    assert abs(submit_now.rect["y"] - history.rect["y"]) <= 1
     browser.find_element(By.CSS_SELECTOR, "#indexnow-submit-now button").click()
     wait_for(browser, "ul.messagelist li.success")
     assert engine.wait_for_posts(before + 3)[-1].urls == ["https://www.example.com/posts/hello/"]

@@ -279,3 +279,22 @@ def test_wagtail_still_reads_the_site_root_paths_cached_on_a_request():
     )
     request = compat.wagtail_site_request("root")
     assert request._wagtail_cached_site_root_paths == ["root"]  # type: ignore[attr-defined]
+
+
+def test_the_admin_markup_is_the_installed_djangos():
+    """Read from Django's own templates: a release that changes them fails here."""
+    from django.template.loader import get_template
+
+    from indexnow_django.compat import admin_markup
+
+    base = get_template("admin/base.html").template.source
+    change_list = get_template("admin/change_list.html").template.source
+    markup = admin_markup()
+    assert markup["breadcrumbs_list"] == ('<ol class="breadcrumbs">' in base)
+    assert markup["breadcrumbs_list"] != ('<div class="breadcrumbs">' in base)
+    # 6.1: the block sits beside the title, before (and outside) the content block.
+    before_content = base.split("{% block content %}")[0]
+    assert markup["tools_in_header"] == ("{% block object-tools %}" in before_content)
+    assert markup["tools_in_header"] != (
+        "{% block object-tools %}" in change_list.split("{% block content %}")[1]
+    )
