@@ -79,7 +79,14 @@ if _DATABASE == "postgres":
             "NAME": _PG_NAME,
             # The workers started by the tests use the same database.
             "TEST": {"NAME": _PG_NAME},
-        }
+        },
+        # A second alias (tests that save on another database ask for it).
+        "other": {
+            "ENGINE": "django.db.backends.postgresql",
+            **POSTGRES,
+            "NAME": f"{_PG_NAME}_other",
+            "TEST": {"NAME": f"{_PG_NAME}_other"},
+        },
     }
 else:
     _DB = address("INDEXNOW_TEST_DB")
@@ -89,7 +96,13 @@ else:
             "NAME": _DB,
             "TEST": {"NAME": _DB},
             "OPTIONS": {"timeout": 20},
-        }
+        },
+        "other": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": f"{_DB}.other",
+            "TEST": {"NAME": f"{_DB}.other"},
+            "OPTIONS": {"timeout": 20},
+        },
     }
 
 CACHES = {

@@ -792,3 +792,58 @@ def test_an_inherited_m2m_field_changed_from_the_other_side_counts_for_the_child
     tag.places.remove(place)  # no child row: nothing
     tag.places.clear()
     assert sent(engine)[1:] == [[f"{BASE}/restaurants/chez-nous/"]]
+
+
+# Savepoints ---------------------------------------------------------------------------------
+
+
+class Boom(Exception):
+    pass
+
+
+def rename_then_roll_back_a_rename(post: Post, using: str) -> None:
+    """A rename that commits, then one in a savepoint that rolls back, in one transaction."""
+    with transaction.atomic(using=using):
+        post.slug = "x-kept"
+        post.save(using=using)
+        try:
+            with transaction.atomic(using=using):
+                post.slug = "x-ghost"
+                post.save(using=using)
+                raise Boom
+        except Boom:
+            pass
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "other"])
+@pytest.mark.parametrize("using", ["default", "other"])
+def test_a_rolled_back_savepoint_leaves_no_trace(engine: Any, using: str) -> None:
+    post = Post(title="X", slug="x", status=Post.PUBLISHED)
+    post.save(using=using)
+    engine.reset()
+    rename_then_roll_back_a_rename(post, using)
+    assert Post.objects.using(using).get(pk=post.pk).slug == "x-kept"
+    assert sent(engine) == [[f"{BASE}/posts/x-kept/", f"{BASE}/posts/x/"]]
+    # Nor does the "before" it recorded: the next rename compares with the committed row.
+    engine.reset()
+    post.slug = "y"
+    post.save(using=using)
+    assert sent(engine) == [[f"{BASE}/posts/y/", f"{BASE}/posts/x-kept/"]]
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "other"])
+def test_a_save_rolled_back_with_its_savepoint_first_leaves_no_trace(engine: Any) -> None:
+    post = published("first")
+    engine.reset()
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                post.slug = "first-ghost"
+                post.save()
+                raise Boom
+        except Boom:
+            pass
+        post.title = "Retitled"
+        post.save()  # the row still holds "first"
+    assert Post.objects.get(pk=post.pk).slug == "first-ghost"  # the instance kept its edit
+    assert sent(engine) == [[f"{BASE}/posts/first-ghost/", f"{BASE}/posts/first/"]]

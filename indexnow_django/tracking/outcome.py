@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from ..collector import GoneURL, collect_on_commit, hand_over
 from ..compat import thread_connection
-from .state import rebuild
+from .state import Standing, rebuild
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -100,21 +100,24 @@ def outcome(
 class _Pending:
     """An object changed inside a transaction: worked out when it commits.
 
-    Each change of the object registers its own on-commit piece; the first
-    that runs works the change out (from the state before the first change
-    to the state then), the others find it done. So a rolled-back savepoint
-    loses only its own piece, and Django's ``captureOnCommitCallbacks``,
-    which runs only the callbacks registered in its block, still sees it.
+    Each change of the object registers its own on-commit piece, with the
+    object as that change left it; the first piece that runs works the change
+    out, from the state before the first change to the state the last piece
+    still standing recorded, the others find it done. So a rolled-back
+    savepoint loses its own pieces and what they recorded, and Django's
+    ``captureOnCommitCallbacks``, which runs only the callbacks registered in
+    its block, still sees it.
     """
 
-    def __init__(self, plan: Plan, before: Seen | None, saved: models.Model, using: str) -> None:
+    def __init__(self, plan: Plan, before: Seen | None, using: str) -> None:
         self.plan = plan
         self.before = before
-        self.saved = saved
-        self.counts = False
         self.using = using
         self.done = False
         self.waiting: list[Callable[[], bool]] = []
+        #: Each change: whether it still stands (its savepoint did not roll back),
+        #: the object as it saved it, and whether a field of ``fields`` changed.
+        self.changes: list[tuple[Standing, models.Model, bool]] = []
 
     def open(self) -> bool:
         return not self.done and any(waiting() for waiting in self.waiting)
@@ -123,10 +126,15 @@ class _Pending:
         if self.done:
             return []
         self.done = True
+        standing = [(saved, counts) for kept, saved, counts in self.changes if kept.stands()]
+        if not standing:
+            return []
+        saved = standing[-1][0]
         try:
-            return outcome(self.plan, self.before, self.saved, self.counts, self.using)
+            counts = any(counts for _saved, counts in standing)
+            return outcome(self.plan, self.before, saved, counts, self.using)
         except Exception as error:
-            failed(self.saved, "work out the URLs of a save", error)
+            failed(saved, "work out the URLs of a save", error)
             return []
 
 
@@ -152,11 +160,14 @@ def change(
     using: str,
     *,
     copy_saved: bool = True,
+    standing: Standing | None = None,
 ) -> None:
     """Submit what a change of ``saved`` means, now or when its transaction commits.
 
     ``copy_saved``: ``saved`` is the caller's instance, which may be edited
-    before the commit; what was saved is copied. Never raises.
+    before the commit; what was saved is copied. ``standing``: inside a
+    transaction, what tells whether the change still stands (made here when
+    not given). Never raises.
     """
     connection = thread_connection(using)
     if not connection.in_atomic_block:
@@ -177,9 +188,8 @@ def change(
         if len(waiting) > 1000:
             for key in [k for k, p in waiting.items() if not p.open()]:
                 del waiting[key]
-        pending = waiting[(saved._meta.concrete_model, saved.pk)] = _Pending(
-            plan, before, saved, using
-        )
-    pending.saved = saved
-    pending.counts = pending.counts or counts
+        pending = waiting[(saved._meta.concrete_model, saved.pk)] = _Pending(plan, before, using)
+    if standing is None:
+        standing = Standing(connection)
+    pending.changes.append((standing, saved, counts))
     pending.waiting.append(collect_on_commit(pending.resolve, connection))

@@ -38,10 +38,13 @@ from .state import (
     MISSING,
     ModelInfo,
     Row,
+    Standing,
     as_dict,
     changed,
     children,
     is_whole,
+    keep_row,
+    known_row,
     loaded,
     model_info,
     rebuild,
@@ -84,7 +87,7 @@ def before_save(
     if info is None:
         known.base_save = before_base_save(instance, using, update_fields)
         return
-    row = known.row
+    row = known_row(known)
     if not instance._state.adding and is_whole(row, info):
         known.before = row  # loaded, or saved, by this process: no work before the save
         return
@@ -149,11 +152,12 @@ def after_save(
     if update_fields is None and not info.mutable:
         saved: dict[str, Any] = instance.__dict__.copy()
         del saved["_state"]  # no cycle: the object and its state are freed at once
-        known.row = saved
     elif update_fields is None:
         saved = remember(instance, info.attnames)
     else:
         saved = remember(instance, saved_attnames(instance, update_fields))
+    connection = thread_connection(using)
+    standing = keep_row(known, saved, connection)
     if before is None:
         return
     plan = plan_for(sender)
@@ -161,7 +165,18 @@ def after_save(
         # A save of a loaded object (its row known, no query made) is worked out with
         # the unit's other saves; one that needed the database, at once.
         later = before is overwritten
-        settle(plan, info, before, instance, saved, update_fields, deferred, using, later=later)
+        settle(
+            plan,
+            info,
+            before,
+            instance,
+            saved,
+            update_fields,
+            deferred,
+            using,
+            later=later,
+            standing=standing,
+        )
 
 
 # 3. What it submits -----------------------------------------------------------------------
@@ -178,11 +193,13 @@ def settle(
     using: str,
     *,
     later: bool,
+    standing: Standing | None = None,
 ) -> None:
     """Submit what a save changed, worked out when that is right and cheapest.
 
     ``later``: outside a transaction, in a unit of work, the URLs may be worked
     out at the end of the unit, together with its other saves (that costs less).
+    ``standing``: inside a transaction, whether the save still stands.
     """
     args = (plan, info, before, instance, saved, update_fields, deferred, using)
     connection = thread_connection(using)
@@ -195,7 +212,15 @@ def settle(
             return
         if compared is not None:
             after = _as_saved(instance, saved, deferred, info)
-            change(plan, compared[0], after, compared[1], using, copy_saved=after is instance)
+            change(
+                plan,
+                compared[0],
+                after,
+                compared[1],
+                using,
+                copy_saved=after is instance,
+                standing=standing,
+            )
         return
     collector = current()
     if later and collector is not None and collector.hold is None and collector.accepts():

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import models
 
-from ..compat import keep_state, kept_state
+from ..compat import PendingCallback, keep_state, kept_state
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 __all__ = [
     "MISSING",
@@ -52,7 +55,10 @@ class TrackedState:
     """
 
     #: The row as loaded or last saved (``None``: not known, e.g. built by hand).
+    #: Read it through :func:`known_row`.
     row: Row | None = None
+    #: The row was written inside a transaction: whether that write still stands.
+    row_written: Standing | None = None
     #: Set by ``pre_save`` for ``post_save``: the stored row the save overwrites;
     #: ``()`` for an insert; ``None`` when the save is not tracked.
     before: Row | None = None
@@ -96,7 +102,52 @@ def state(instance: models.Model) -> TrackedState:
 def loaded_row(instance: models.Model) -> Row | None:
     """The row ``instance`` was loaded or last saved with, as kept (no copy)."""
     found: TrackedState | None = kept_state(instance)
-    return found.row if found is not None else None
+    return known_row(found) if found is not None else None
+
+
+def known_row(known: TrackedState) -> Row | None:
+    """:attr:`TrackedState.row`, unless the savepoint or transaction that wrote it
+    rolled back: then the row is not known (the database has it)."""
+    written = known.row_written
+    if written is not None and not written.open():
+        if not written.committed:
+            known.row = None  # rolled back
+        known.row_written = None
+    return known.row
+
+
+def keep_row(known: TrackedState, row: Row, connection: BaseDatabaseWrapper) -> Standing | None:
+    """After a save on ``connection``: ``row`` is what the database holds now.
+
+    Inside a transaction, returns what tells whether the save still stands.
+    """
+    known.row = row
+    written = known.row_written = Standing(connection) if connection.in_atomic_block else None
+    return written
+
+
+class Standing:
+    """Something done inside a transaction on a connection (a save, an m2m change): it
+    stands unless a rollback (of its savepoint, or of the transaction) drops it."""
+
+    __slots__ = ("_mark", "committed")
+
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        #: Set when the transaction committed.
+        self.committed = False
+
+        def indexnow_standing() -> None:
+            self.committed = True
+
+        self._mark = PendingCallback(connection, indexnow_standing)
+
+    def stands(self) -> bool:
+        """Whether it committed or may still commit (no rollback dropped it)."""
+        return self.committed or self._mark.pending()
+
+    def open(self) -> bool:
+        """Whether its transaction is still to commit or roll back."""
+        return not self.committed and self._mark.pending()
 
 
 # The model ---------------------------------------------------------------------------
@@ -173,7 +224,9 @@ def remember(instance: models.Model, attnames: Iterable[str]) -> dict[str, Any]:
         if attname in current:
             value = current[attname]
             row[attname] = copy.deepcopy(value) if attname in mutable else value
-    state(instance).row = row
+    known = state(instance)
+    known.row = row
+    known.row_written = None
     return row
 
 
