@@ -2,7 +2,7 @@
 """The example blog with a stand-in search engine: watch what gets submitted.
 
     python example_project/demo.py           # a scripted tour, then everything stops
-    python example_project/demo.py --serve   # leave the site running to click through
+    python example_project/demo.py --serve   # the tour, then the site left running
 
 The demo starts, and stops again (on Ctrl-C or an error too):
 
@@ -17,7 +17,10 @@ The demo starts, and stops again (on Ctrl-C or an error too):
   ``manage.py runserver --noreload``.
 
 The tour then edits the blog through the admin, as an editor would, and shows
-for each step what the engine received.
+for each step what the engine received. With ``--serve`` the site, the worker
+and the engine stay up after it, with the tour's history in the admin, and the
+terminal shows each POST the engine receives among the worker's and the dev
+server's lines (not those of static files).
 """
 
 from __future__ import annotations
@@ -145,16 +148,29 @@ class Child:
             os.killpg(self.popen.pid, signal.SIGKILL)
 
 
-def _relay(stream: IO[bytes], prefix: str) -> None:
-    for raw in iter(stream.readline, b""):
-        say(f"{prefix} {raw.decode(errors='replace').rstrip()}")
+#: Set once the site is left to the user (``--serve``): from then on the children's lines
+#: are printed as well as logged. Before, during the tour, they are only logged.
+RELAYING = threading.Event()
+#: The dev server's lines that say nothing about IndexNow: the admin's static files.
+QUIET_REQUESTS = re.compile(r'"(?:GET|HEAD) /(?:static/|favicon\.ico|admin/jsi18n/)')
+
+
+def _relay(stream: IO[bytes], prefix: str, log_path: Path) -> None:
+    with open(log_path, "ab") as log:
+        for raw in iter(stream.readline, b""):
+            log.write(raw)
+            log.flush()
+            line = raw.decode(errors="replace").rstrip()
+            if RELAYING.is_set() and not QUIET_REQUESTS.search(line):
+                say(f"{prefix} {line}")
 
 
 def start_child(
     name: str, argv: Sequence[str], env: dict[str, str], workdir: Path, *, relay: bool
 ) -> Child:
-    """Start ``argv``; its output goes to a log file, or to the terminal prefixed with ``name``."""
-    log_path = None if relay else workdir / f"{name}.log"
+    """Start ``argv``; its output goes to a log file, and with ``relay`` also to the terminal,
+    prefixed with ``name``, once :data:`RELAYING` is set."""
+    log_path = workdir / f"{name}.log"
     out: Any = subprocess.PIPE if relay else open(log_path, "wb")  # noqa: SIM115 - closed below
     try:
         popen = subprocess.Popen(
@@ -171,7 +187,9 @@ def start_child(
             out.close()
     if relay:
         assert popen.stdout is not None
-        threading.Thread(target=_relay, args=(popen.stdout, f"[{name}]"), daemon=True).start()
+        threading.Thread(
+            target=_relay, args=(popen.stdout, f"[{name}]", log_path), daemon=True
+        ).start()
     return Child(name, popen, log_path)
 
 
@@ -240,7 +258,8 @@ class DemoEngine(LoopbackEngine):
 
     def _show(self, request: EngineRequest) -> None:
         if self.live and request.method == "POST":
-            say(describe_post(request, request.reply, since=None))
+            text = describe_post(request, request.reply, since=None)
+            say("\n".join(f"[engine] {line}" for line in text.splitlines()))
 
     def wait_for(
         self, count: int, timeout: float = STEP_TIMEOUT
@@ -539,7 +558,6 @@ class Tour:
         )
         shown = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items())) or "none"
         say(f"History: {sum(outcomes.values())} POSTs recorded ({shown}).")
-        say(f'See {self.s.site}/admin/indexnow/delivery/ (search, chart, "Send again").')
 
     def show_scheduled_jobs(self) -> None:
         import django_rq
@@ -723,8 +741,14 @@ def _start_services(stack: contextlib.ExitStack, args: argparse.Namespace) -> It
 def serve(services: Services) -> None:
     """Print what the engine receives until Ctrl-C (or until a process of the demo dies)."""
     services.engine.live = True
+    RELAYING.set()
     say()
-    say("Edit posts in the admin: every POST the engine receives is printed here.")
+    say(f"The site stays up: {services.site}/admin/ (user {USER}, password {PASSWORD}).")
+    say(f"The tour's POSTs are in the history: {services.site}/admin/indexnow/delivery/")
+    say(
+        "Edit posts in the admin: each POST the engine receives is printed here ([engine]), "
+        "with the worker's and the dev server's lines (static files left out)."
+    )
     say("Press Ctrl-C to stop.")
     while all(child.popen.poll() is None for child in services.children):
         time.sleep(0.5)
@@ -752,7 +776,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--serve",
         action="store_true",
-        help="leave the site and the worker running (Ctrl-C stops them)",
+        help="after the tour, leave the site and the worker running (Ctrl-C stops them)",
     )
     parser.add_argument(
         "--port",
@@ -769,10 +793,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with running_services(args) as services:
             try:
+                Tour(services).run()
                 if args.serve:
                     serve(services)
-                else:
-                    Tour(services).run()
             except DemoError as exc:
                 say(f"FAILED: {exc}")
                 for child in services.children:
@@ -788,6 +811,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DemoError as exc:
         say(f"FAILED: {exc}")
         return 1
+    say()
+    say("To click through the admin and its history of this tour, and watch what you change")
+    say("reach the engine, leave the site running:")
+    say("python example_project/demo.py --serve", 2)
     return 0
 
 

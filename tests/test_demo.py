@@ -126,10 +126,11 @@ def test_the_tour_shows_each_submission_and_stops_everything():
     assert "SubmissionRejected" in tour[rejected]
 
     assert "Tour complete: 8 steps, 8 POSTs received by the engine" in output
-    # Every POST is in the admin's history, which stays visible with --serve.
     assert "History: 8 POSTs recorded (6 accepted, 1 rejected, 1 retry)." in output
-    assert f"See {url}/admin/indexnow/delivery/" in output
-    assert output.rstrip().endswith("Stopped."), output
+    # After "Stopped." no address of the stopped site: how to keep it running instead.
+    after = output[output.rindex("Stopped.") :].splitlines()
+    assert after[-1] == "  python example_project/demo.py --serve", output
+    assert not any(url in line for line in after), output
     assert_stopped(started_pids(output))
 
 
@@ -179,7 +180,11 @@ def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
     try:
         out = Reader(proc)
         admin = out.wait_for(r"^  admin\s+(http://127\.0\.0\.1:\d+)/admin/", 60).group(1)
+        # The tour runs first: the site is left with its history.
+        out.wait_for(r"^Tour complete: 8 steps", 90)
         out.wait_for(r"^Press Ctrl-C to stop\.$", 30)
+        assert f"The tour's POSTs are in the history: {admin}/admin/indexnow/delivery/" in out.text
+        tour_lines = len(out.lines)
 
         # An editor adds a page in the admin.
         session = requests.Session()
@@ -210,8 +215,25 @@ def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
         )
         assert added.status_code == 302
 
-        out.wait_for(r"engine <- POST /indexnow answered 200", 20)
-        out.wait_for(rf"^ +{re.escape(admin)}/pages/contact/$", 5)
+        out.wait_for(r"^\[engine\] engine <- POST /indexnow answered 200", 20)
+        out.wait_for(rf"^\[engine\] +{re.escape(admin)}/pages/contact/$", 5)
+        # The history holds the tour's 8 POSTs, and this one once the worker recorded it.
+        deadline = time.monotonic() + 10
+        while True:
+            history = session.get(f"{admin}/admin/indexnow/delivery/", timeout=10).text
+            records = len(re.findall(r'href="/admin/indexnow/delivery/\d+/change/', history))
+            if records >= 9 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert records == 9
+
+        # The admin's static files are left out of what the terminal shows; other requests not.
+        session.get(f"{admin}/static/admin/css/base.css", timeout=10)
+        session.get(f"{admin}/admin/?after-static", timeout=10)
+        out.wait_for(r'^\[web\] .*"GET /admin/\?after-static HTTP', 10)
+        relayed = out.lines[tour_lines:]
+        assert any(line.startswith("[worker] ") for line in relayed), out.text
+        assert not [line for line in relayed if "/static/" in line]
 
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 130, out.text
