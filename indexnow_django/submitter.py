@@ -241,6 +241,6 @@ def _log_post(result: PostResult, batch_id: str) -> None:
         result.host,
         len(result.urls),
         result.status if result.status is not None else "-",
-        result.outcome.value,
+        "dry_run" if result.dry_run else result.outcome.value,  # as the history records it
         " error=" + result.error if result.error else "",
     )

@@ -255,3 +255,15 @@ def test_the_quickstart_says_that_an_accepted_url_is_not_sent_again_for_10_minut
     assert conf.DEFAULTS["DEBOUNCE"]["TTL"] == 600
     assert "not sent to it again for 10 minutes" in QUICKSTART
     assert "--force" in QUICKSTART
+
+
+def test_the_quickstart_shows_the_log_lines_of_a_dry_run_as_the_code_writes_them():
+    formats = set()
+    for path in PACKAGE.rglob("*.py"):
+        formats.update(re.findall(r'"(IndexNow [^"]*%[sd][^"]*)"', path.read_text()))
+    patterns = [
+        re.compile(re.sub(r"%[sd]", r"\\S*", re.escape(f).replace("%%", "%"))) for f in formats
+    ]
+    [block] = [b for b in code_blocks(QUICKSTART, "text") if "dry run" in b]
+    for line in block.strip().splitlines():
+        assert any(p.fullmatch(line) for p in patterns), f"no log format gives {line!r}"

@@ -214,6 +214,9 @@ def test_dry_run_logs_and_sends_nothing(engine, indexnow_settings, caplog):
     report = deliver_now(["/a/"])
     assert engine.posts == []
     assert "dry run" in caplog.text
+    # Its POST line says dry_run, as the history does, not accepted.
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("IndexNow POST")]
+    assert line.endswith("count=1 status=- outcome=dry_run"), line
     # A dry run does not mark URLs as sent.
     indexnow_settings(DRY_RUN=False)
     deliver_now(["/a/"])
