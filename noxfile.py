@@ -1,5 +1,5 @@
-"""Sessions: tests (Python x Django matrix), tests_rq3, tests_postgres, wagtail, lint, typecheck,
-docs."""
+"""Sessions: tests (Python x Django matrix), fast, tests_rq3, tests_postgres, wagtail, lint,
+typecheck, docs."""
 
 from __future__ import annotations
 
@@ -22,6 +22,17 @@ MATRIX = [
 def tests(session: nox.Session, django: str) -> None:
     session.install("-e", ".[test]", f"django~={django}.0", "rq>=2.12,<3")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+#: The tests that start no rq worker and no whole program: under a minute.
+FAST = ["-m", "not worker and not slow"]
+
+
+@nox.session(python="3.12")
+def fast(session: nox.Session) -> None:
+    """The fast lane: ``nox -s fast`` (``-- tests/test_client.py`` for one module)."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pytest", *FAST, *session.posargs)
 
 
 @nox.session(python="3.12")

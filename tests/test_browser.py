@@ -140,6 +140,7 @@ def breadcrumbs(driver: Any) -> tuple[str, dict[str, str], list[str]]:
     )
 
 
+@pytest.mark.slow
 def test_the_admin_in_a_browser_finds_sends_again_and_submits(
     browser, live_server, engine, history_on, indexnow_settings, shots
 ):

@@ -15,9 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_wagtail_integration_on_real_wagtail() -> None:
     import wagtail  # the test extra installs it; a missing Wagtail is an error, not a skip
 

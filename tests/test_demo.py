@@ -57,6 +57,7 @@ def steps(output: str) -> dict[str, str]:
     return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
 
 
+@pytest.mark.slow
 def test_the_tour_shows_each_submission_and_stops_everything():
     started = time.monotonic()
     result = subprocess.run(
@@ -169,6 +170,7 @@ class Reader:
             return "\n".join(self.lines)
 
 
+@pytest.mark.slow
 def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
     proc = subprocess.Popen(
         [sys.executable, str(DEMO), "--serve", "--port", "0"],
@@ -249,6 +251,7 @@ def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
     assert_stopped(started_pids(out.text))
 
 
+@pytest.mark.slow
 def test_a_reachable_redis_url_is_used_with_a_queue_of_its_own(redis_url):
     """The demo uses the caller's Redis, but keeps its jobs off the queues other workers read."""
     result = subprocess.run(

@@ -42,16 +42,25 @@ def source_files(folder: str) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_the_sdist_holds_the_whole_test_suite_and_the_docs(dists):
     with tarfile.open(dists["sdist"]) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     for folder in ("tests", "docs", "indexnow_django"):
         missing = sorted(source_files(folder) - names)
         assert missing == [], f"files of {folder}/ missing from the sdist"
-    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE", "mkdocs.yml"):
+    for name in (
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "CONTRIBUTING.md",
+        "LICENSE",
+        "mkdocs.yml",
+    ):
         assert name in names
 
 
+@pytest.mark.slow
 def test_the_wheel_names_the_project_urls_and_ships_no_tests(dists):
     with zipfile.ZipFile(dists["wheel"]) as archive:
         (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
@@ -65,6 +74,7 @@ def test_the_wheel_names_the_project_urls_and_ships_no_tests(dists):
     assert "indexnow_django/debounce/claim.lua" in names  # read as a resource
 
 
+@pytest.mark.slow
 def test_the_wheel_says_what_the_project_is_for_on_a_package_index(dists):
     with zipfile.ZipFile(dists["wheel"]) as archive:
         (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
@@ -83,6 +93,7 @@ def test_the_wheel_says_what_the_project_is_for_on_a_package_index(dists):
     assert {"django", "indexnow"} <= set(keywords)
 
 
+@pytest.mark.slow
 def test_a_dependency_has_one_bound_wherever_it_is_named(dists):
     """An extra that names a dependency again allows no other versions than the dependency."""
     with zipfile.ZipFile(dists["wheel"]) as archive:
