@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_rq",
     "indexnow_django",
     "tests.testapp",
+    "tests.thirdparty",
 ]
 
 MIDDLEWARE = [

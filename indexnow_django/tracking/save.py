@@ -285,7 +285,7 @@ def _compared(
         changes -= info.auto  # set by the save itself, not by the caller
     if not changes:
         return (None, True) if plan.attnames is None else None
-    return see(plan, rebuild(instance, values, info, fresh=True)), fields_changed(plan, changes)
+    return see(plan, rebuild(instance, values, info)), fields_changed(plan, changes)
 
 
 def _as_saved(

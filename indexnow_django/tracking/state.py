@@ -239,35 +239,27 @@ def stored_values(
 
 
 def rebuild(
-    instance: models.Model,
-    values: Mapping[str, Any],
-    info: ModelInfo | None = None,
-    *,
-    fresh: bool = False,
+    instance: models.Model, values: Mapping[str, Any], info: ModelInfo | None = None
 ) -> models.Model:
     """A copy of ``instance`` holding ``values``: the object as it was stored.
 
-    ``fresh``: ``values`` is a dict of attnames only that nothing else holds;
-    it becomes the copy's own.
+    Built as Django builds an object from a row (the model's ``from_db()``, so
+    its ``__init__`` runs and whatever it sets is there), with the related
+    objects cached on ``instance`` whose key is the same.
     """
     model = type(instance)
     if info is None:
         info = info_of(model)
-    old = model.__new__(model)
-    if fresh:
-        old.__dict__ = values  # type: ignore[assignment]
-    else:
-        old.__dict__.update({a: values[a] for a in info.attnames if a in values})
-    old_state = old._state = models.base.ModelState()
-    old_state.adding = False
-    old_state.db = instance._state.db
+    names = [a for a in info.attnames if a in values]
+    old: models.Model = model.from_db(instance._state.db, names, [values[a] for a in names])
     if info.relations:
         # Related objects cached on the instance are still right where their key did not change.
         cache = instance._state.fields_cache
         current = instance.__dict__
+        old_cache = old._state.fields_cache
         for name, attname in info.relations:
             if name in cache and values.get(attname, MISSING) == current.get(attname):
-                old_state.fields_cache[name] = cache[name]
+                old_cache[name] = cache[name]
     return old
 
 

@@ -1,0 +1,24 @@
+"""Models built on the apps Django sites are made of (django-parler, django-taggit,
+django-treebeard, django-mptt), and one whose ``__init__`` sets what ``urls()`` reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+
+class Lesson(models.Model):
+    """Its ``__init__`` sets an attribute that its URL reads (as parler's models do)."""
+
+    slug = models.SlugField()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.section = "lessons"
+
+    def __str__(self) -> str:
+        return str(self.slug)
+
+    def get_absolute_url(self) -> str:
+        return f"/{self.section}/{self.slug}/"
