@@ -333,7 +333,7 @@ def test_bad_http_timeout(settings):
 
 
 # Django 6.1's check command also runs the database checks.
-@pytest.mark.django_db
+@pytest.mark.django_db(databases="__all__")
 def test_manage_py_check_reports_errors(settings):
     settings.INDEXNOW = {**VALID, "KEY": "bad"}
     with pytest.raises(SystemCheckError, match=r"indexnow\.E004"):
@@ -655,7 +655,7 @@ def test_each_per_host_key_is_resolved(settings):
     assert warning.msg.startswith("The key file URL /shop…6789.txt does not reach")
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(databases="__all__")
 def test_manage_py_check_shows_the_missing_include(settings):
     settings.INDEXNOW = VALID
     settings.ROOT_URLCONF = "tests.urls_without_key_file"
