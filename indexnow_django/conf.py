@@ -85,6 +85,7 @@ DEFAULTS: dict[str, Any] = {
     "HTTP": {"TIMEOUT": 10},
     "HISTORY": {"ENABLED": True, "RETENTION_DAYS": 14},
     "PREVIOUS_KEYS": [],
+    "THROTTLE": {"MAX_REQUESTS_PER_MINUTE": 60},
 }
 
 DISPATCH_MODES = ("auto", "queue", "sync")
@@ -183,6 +184,8 @@ class IndexNowSettings:
     history_retention_days: int = 14
     #: ``PREVIOUS_KEYS``: the main key's predecessors, still served.
     previous_keys: tuple[str, ...] = ()
+    #: ``THROTTLE["MAX_REQUESTS_PER_MINUTE"]``: POSTs a minute per engine, ``None``: no limit.
+    throttle_per_minute: int | None = 60
     #: Seconds rq keeps a finished delivery job and its result (0: not at all).
     queue_result_ttl: int = 0
     #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
@@ -779,6 +782,21 @@ def _rule_history(conf: Mapping[str, Any]) -> Iterator[Problem]:
     )
 
 
+def _rule_throttle(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    per_minute = conf["THROTTLE"]["MAX_REQUESTS_PER_MINUTE"]
+    if per_minute is None:
+        return
+    yield from _number(
+        _path("THROTTLE", "MAX_REQUESTS_PER_MINUTE"),
+        per_minute,
+        minimum=1,
+        whole=True,
+        unit=None,
+        id="indexnow.E022",
+        hint="None sends without a limit.",
+    )
+
+
 #: Rules of the top-level keys, in the order their problems are reported.
 RULES: tuple[Rule, ...] = (
     _rule_key,
@@ -798,8 +816,9 @@ NESTED_RULES: tuple[Rule, ...] = (
     _rule_debounce,
     _rule_http,
     _rule_history,
+    _rule_throttle,
 )
-NESTED = ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY")
+NESTED = ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY", "THROTTLE")
 
 
 def validate(raw: Any = None) -> list[Problem]:
@@ -879,6 +898,7 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         history_enabled=conf["HISTORY"]["ENABLED"],
         history_retention_days=conf["HISTORY"]["RETENTION_DAYS"],
         previous_keys=tuple(conf["PREVIOUS_KEYS"]),
+        throttle_per_minute=conf["THROTTLE"]["MAX_REQUESTS_PER_MINUTE"],
     )
 
 

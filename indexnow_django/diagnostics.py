@@ -869,6 +869,22 @@ def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
             name=engine.name,
             endpoint=endpoint,
         )
+    per_minute = conf.throttle_per_minute
+    if per_minute is None:
+        diag.add(
+            "engines",
+            Status.OK,
+            "throttle: none (THROTTLE['MAX_REQUESTS_PER_MINUTE'] is None)",
+            throttle=None,
+        )
+    else:
+        diag.add(
+            "engines",
+            Status.OK,
+            f"throttle: at most {per_minute} POSTs a minute per engine, one every "
+            f"{60 / per_minute:g}s, shared through the cache {conf.debounce_cache!r}",
+            throttle=per_minute,
+        )
 
 
 #: Key files fetched at once by ``indexnow_check``: a site with hundreds of

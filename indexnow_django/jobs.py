@@ -66,10 +66,12 @@ def deliver(
     attempt: int = 1,
     engines: Sequence[str] | None = None,
     force: bool = False,
+    slot: float | None = None,
 ) -> dict[str, Any]:
     """Send ``urls`` to the engines (all, or the endpoints in ``engines``); see the module.
 
-    ``gone``: those of ``urls`` whose page is gone (unpublished, deleted).
+    ``gone``: those of ``urls`` whose page is gone (unpublished, deleted). ``slot``:
+    the throttle's slot this job was deferred to (for its one engine).
 
     Returns a summary (plain data, kept as the job's result).
     """
@@ -90,6 +92,8 @@ def deliver(
         attempt = 1
         del job.meta[META_FAILED_AT]
         job.save_meta()  # type: ignore[no-untyped-call]
+    # A worker never sleeps for the throttle: POSTs it holds back become later jobs.
+    can_defer = job is not None and get_queue(conf).is_async
     with _alive_while_sending(job, conf):
         report = deliver_now(
             urls,
@@ -99,8 +103,11 @@ def deliver(
             batch_id=batch_id,
             conf=conf,
             attempt=attempt,
+            wait=not can_defer,
+            slot=slot,
         )
-    if engines is not None and not report.results and not report.debounced:
+    deferred_jobs = _defer(report, batch_id, attempt, force, conf)
+    if engines is not None and not report.results and not report.debounced and not deferred_jobs:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
         gone = [engine for engine in engines if engine not in configured]
         if gone:
@@ -132,7 +139,47 @@ def deliver(
         "accepted": report.sent_count,
         "debounced": report.debounced_count,
         "retry_jobs": retry_jobs,
+        "deferred_jobs": deferred_jobs,
     }
+
+
+def _defer(
+    report: DeliveryReport, batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
+) -> list[str]:
+    """One job per engine for what the throttle held back, due at its slot; their ids.
+
+    The same attempt: being held back is no attempt. The slot taken goes with the job,
+    so that it is sent in it rather than queueing again behind later POSTs.
+    """
+    if not report.deferred:
+        return []
+    queue = get_queue(conf)
+    job_ids: list[str] = []
+    for held in report.deferred:
+        job = enqueue_delivery(
+            queue,
+            held.urls,
+            gone=[url for url in held.urls if url in report.gone],
+            batch_id=batch_id,
+            attempt=attempt,
+            engines=[held.engine.endpoint],
+            force=force,
+            delay=held.delay,
+            slot=held.slot,
+            conf=conf,
+        )
+        logger.info(
+            "IndexNow throttled batch=%s engine=%s count=%d in=%.1fs job=%s "
+            "(THROTTLE['MAX_REQUESTS_PER_MINUTE'] is %s)",
+            batch_id,
+            held.engine.name,
+            len(held.urls),
+            held.delay,
+            job.id,
+            conf.throttle_per_minute,
+        )
+        job_ids.append(job.id)
+    return job_ids
 
 
 def _alive_while_sending(

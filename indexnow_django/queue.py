@@ -195,6 +195,7 @@ def enqueue_delivery(
     engines: Sequence[str] | None = None,
     force: bool = False,
     delay: float = 0,
+    slot: float | None = None,
     conf: IndexNowSettings,
 ) -> Job:
     """Put one delivery job on ``queue``, now or in ``delay`` seconds. Raises on Redis errors.
@@ -203,12 +204,15 @@ def enqueue_delivery(
     in any worker, and ``job.meta`` holds the batch id and the attempt. On a
     synchronous queue (``ASYNC: False``) it runs at once and ``delay`` is
     ignored. ``gone`` (those of ``urls`` whose page is gone) is a separate list.
+    ``slot``: the throttle's slot the job is deferred to (a Unix time).
     """
     kwargs: dict[str, Any] = {"batch_id": batch_id, "attempt": attempt, "force": bool(force)}
     if gone:
         kwargs["gone"] = [str(url) for url in gone]
     if engines is not None:
         kwargs["engines"] = [str(engine) for engine in engines]
+    if slot is not None:
+        kwargs["slot"] = float(slot)
     plural = "" if len(urls) == 1 else "s"
     # What it did is in the history; rq keeps nothing of it once done, unless asked.
     options = {**job_options(conf), "result_ttl": conf.queue_result_ttl}

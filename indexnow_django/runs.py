@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import signals
-from .client import IndexNowClient, Outcome, PostResult, excerpt
+from .client import Engine, IndexNowClient, Outcome, PostResult, excerpt
 from .conf import IndexNowSettings
 from .entries import Entry, Ready
 from .normalize import (
@@ -71,6 +71,9 @@ class Reporter:
 
     def retrying(self, count: int, delay: float, attempt: int, max_attempts: int) -> None:
         """``count`` URLs are sent again in ``delay`` seconds, as attempt ``attempt``."""
+
+    def waiting(self, engine: Engine, seconds: float) -> None:
+        """The throttle holds the next POST to ``engine`` for ``seconds``."""
 
     def warning(self, text: str) -> None:
         """Something that went other than asked (the queue is down)."""
@@ -275,6 +278,7 @@ class SubmissionRun:
             client=self._client,
             normalized=True,
             attempt=1,
+            on_wait=self.reporter.waiting,
         )
         # Each engine's answers, and the attempt each came at, in order.
         answers: dict[str, list[tuple[PostResult, int]]] = {}
@@ -298,6 +302,7 @@ class SubmissionRun:
                     client=self._client,
                     normalized=True,
                     attempt=attempt,
+                    on_wait=self.reporter.waiting,
                 )
                 self._answers(again.results, attempt, answers)
                 pending.extend(again.retryable)

@@ -9,8 +9,9 @@ and the caller (``jobs.py``) schedules it.
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from . import escalation, signals
@@ -19,6 +20,7 @@ from .conf import IndexNowSettings, get_settings
 from .debounce import DebounceStore
 from .history import attempt_of, record
 from .normalize import host_of, normalize_urls
+from .throttle import Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +55,17 @@ def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 @dataclass
+class Deferred:
+    """URLs for one engine that the throttle holds back: the first POST of them is due
+    in ``delay`` seconds, in the slot taken for it (``slot``, a Unix time)."""
+
+    engine: Engine
+    urls: list[str]
+    delay: float
+    slot: float
+
+
+@dataclass
 class DeliveryReport:
     """What one delivery did, per POST."""
 
@@ -63,6 +76,8 @@ class DeliveryReport:
     dropped: list[tuple[str, str]] = field(default_factory=list)
     #: The normalized URLs that were sent as gone (their page is gone).
     gone: frozenset[str] = frozenset()
+    #: POSTs held back by the throttle, to be sent at their slot (see :class:`Deferred`).
+    deferred: list[Deferred] = field(default_factory=list)
 
     @property
     def accepted(self) -> list[PostResult]:
@@ -138,6 +153,9 @@ def deliver_now(
     client: IndexNowClient | None = None,
     normalized: bool = False,
     attempt: int | None = None,
+    wait: bool = True,
+    slot: float | None = None,
+    on_wait: Callable[[Engine, float], None] | None = None,
 ) -> DeliveryReport:
     """POST ``urls`` to the engines (all configured, or those named in ``engines``).
 
@@ -147,6 +165,13 @@ def deliver_now(
     and foreign hosts dropped, unless ``normalized`` says the caller did that
     already (canonical URLs on allowed hosts, no duplicates). ``attempt``: the
     number of this attempt, when the caller knows it (else the running job's).
+
+    The throttle (``THROTTLE``) gives each POST its slot: ``wait`` (a command, a
+    synchronous send) sleeps until then, calling ``on_wait(engine, seconds)``
+    first; otherwise (a worker's job) the POST and every later one to that
+    engine are left in :attr:`DeliveryReport.deferred` for the caller to send
+    at the slot. ``slot``: a slot already taken (a deferred job's), for the
+    first POST to the only engine in ``engines``.
     Never raises for an engine's answer; see :class:`DeliveryReport`.
     """
     conf = conf or get_settings()
@@ -170,6 +195,8 @@ def deliver_now(
         wanted = set(engines)
         selected = tuple(e for e in conf.engines if e.endpoint in wanted or e.name in wanted)
     hosts = conf.hosts
+    throttle = Throttle(conf.debounce_cache, None if conf.dry_run else conf.throttle_per_minute)
+    held: dict[str, Deferred] = {}
     for host, host_urls in _by_host(valid).items():
         host_conf = hosts.get(host)
         if host_conf is None:  # removed from the hosts since the URLs were checked
@@ -184,6 +211,30 @@ def deliver_now(
                     )
                 if not claim.urls:
                     continue
+                if engine.endpoint in held:  # an earlier POST of this delivery waits already
+                    store.release(claim)
+                    held[engine.endpoint].urls.extend(claim.urls)
+                    continue
+                if throttle.enabled:
+                    if slot is not None:
+                        delay, taken, slot = max(0.0, slot - time.time()), slot, None
+                    else:
+                        delay = throttle.take(engine)
+                        taken = time.time() + delay
+                    if delay > 0 and not wait:
+                        store.release(claim)
+                        held[engine.endpoint] = Deferred(engine, list(claim.urls), delay, taken)
+                        continue
+                    if delay > 0:
+                        if on_wait is not None:
+                            on_wait(engine, delay)
+                        logger.info(
+                            "IndexNow throttle batch=%s engine=%s waits %.1fs",
+                            batch_id,
+                            engine.name,
+                            delay,
+                        )
+                        time.sleep(delay)
                 result = client.post(
                     engine, host, host_conf.key, claim.urls, host_conf.key_location
                 )
@@ -194,6 +245,7 @@ def deliver_now(
                 else:
                     store.release(claim)
                 report.results.append(result)
+    report.deferred.extend(held.values())
     for name, count in report.debounced.items():
         logger.info("IndexNow debounced batch=%s engine=%s count=%d", batch_id, name, count)
     return report

@@ -55,7 +55,8 @@ def test_unknown_key_suggests_the_right_one(settings):
         checks.Error(
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
-            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY, PREVIOUS_KEYS.",
+            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY, PREVIOUS_KEYS, "
+            "THROTTLE.",
             id="indexnow.E002",
         )
     ]
@@ -713,3 +714,15 @@ def test_previous_keys_top_level_and_per_host_are_valid(settings):
     hosts = {"shop.example.com": {"KEY": "shop-key-1234567", "PREVIOUS_KEYS": ["shop-old-7654321"]}}
     value = {**VALID, "PREVIOUS_KEYS": ["old-key-12345678"], "HOSTS": hosts}
     assert errors_for(settings, value) == []
+
+
+def test_throttle_is_none_or_a_whole_number_of_requests(settings):
+    assert errors_for(settings, {**VALID, "THROTTLE": {"MAX_REQUESTS_PER_MINUTE": None}}) == []
+    assert errors_for(settings, {**VALID, "THROTTLE": {"MAX_REQUESTS_PER_MINUTE": 0.5}}) == [
+        checks.Error(
+            "INDEXNOW['THROTTLE']['MAX_REQUESTS_PER_MINUTE'] must be a whole number >= 1, not 0.5.",
+            hint="None sends without a limit.",
+            id="indexnow.E022",
+        )
+    ]
+    assert errors_for(settings, {**VALID, "THROTTLE": {"PER_MINUTE": 5}})[0].id == "indexnow.E002"

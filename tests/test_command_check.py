@@ -451,6 +451,18 @@ def test_previous_keys_are_listed_per_host_masked(
     assert "old-main-1234567" not in output and "blog-old-1111" not in output
 
 
+def test_the_throttle_is_shown(indexnow_settings: Callable[..., Any], run_check: Any) -> None:
+    indexnow_settings(THROTTLE={"MAX_REQUESTS_PER_MINUTE": 10})
+
+    output, _ = run_check("--offline")
+
+    line(output, "OK", "throttle: at most 10 POSTs a minute per engine, one every 6s")
+
+    indexnow_settings(THROTTLE={"MAX_REQUESTS_PER_MINUTE": None})
+    output, _ = run_check("--offline")
+    line(output, "OK", "throttle: none")
+
+
 def test_malformed_settings_fail_with_their_check_ids(
     indexnow_settings: Callable[..., Any], run_check: Any
 ) -> None:

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from indexnow_django.client import Outcome, PostResult, excerpt
+from indexnow_django.client import Engine, Outcome, PostResult, excerpt
 from indexnow_django.conf import get_settings
 from indexnow_django.entries import Entry, NotText, Ready, read_lines
 from indexnow_django.exceptions import IndexNowConfigError
@@ -351,6 +351,13 @@ class _Printer(Reporter):
             f"Retrying {count} URL(s) in {delay:g}s (attempt {attempt} of {max_attempts})"
         )
 
+    def waiting(self, engine: Engine, seconds: float) -> None:
+        self.command._write(
+            f"Waiting {seconds:.1f}s: {engine.name} takes "
+            f"{self.command.conf.throttle_per_minute} POSTs a minute "
+            "(INDEXNOW['THROTTLE']['MAX_REQUESTS_PER_MINUTE'])"
+        )
+
     def warning(self, text: str) -> None:
         self.command._write_err(self.command.style.WARNING(text))
 
@@ -377,6 +384,10 @@ class _Collector(Reporter):
         self.would: list[dict[str, Any]] = []
         self.skipped: list[dict[str, Any]] = []
         self.warnings: list[str] = []
+        self.waited = 0.0
+
+    def waiting(self, engine: Engine, seconds: float) -> None:
+        self.waited += seconds
 
     def would_send(self, host: str, urls: list[str], debounced: int) -> None:
         self.would.append({"host": host, "count": len(urls), "debounced": debounced, "urls": urls})
@@ -422,6 +433,7 @@ class _Collector(Reporter):
             document["jobs"] = self.jobs
         if mode == "dry_run":
             document["would_send"] = self.would
+        document["throttle_waited"] = round(self.waited, 3)
         document["skipped"] = self.skipped
         document["warnings"] = self.warnings
         document["failures"] = run.failures

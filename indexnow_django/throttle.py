@@ -1,0 +1,110 @@
+"""The throttle: at most ``THROTTLE["MAX_REQUESTS_PER_MINUTE"]`` POSTs a minute per engine,
+shared by every process.
+
+Each POST to an engine first takes the next *slot* of that engine: slots are
+``60 / MAX_REQUESTS_PER_MINUTE`` seconds apart, on one clock for every web
+process, worker and command, so that whoever sends, the engine gets its
+requests evenly spaced and never more than the budget in any minute. The slot
+says how long to wait: 0 when the engine has been quiet, more when others sent
+just before. The sender then either waits (a command, a synchronous send: in
+its own process) or, in an rq worker, lets its job defer the POST to the slot
+through rq's scheduler, so that no worker sleeps (see :mod:`indexnow_django.jobs`).
+
+The slots live in the debounce cache (``DEBOUNCE["CACHE"]``): on Redis (Django's
+``RedisCache``, django-redis) one server-side script call per POST takes a slot
+atomically, on the Redis server's clock. Through any other backend each slot is
+one ``cache.add`` (atomic wherever ``add`` is), tried slot after slot, on a grid
+of the interval: a POST there waits for the next slot to start, up to one
+interval even when the engine was quiet. When the
+cache cannot be reached the POST goes out unthrottled, and a warning says so:
+the throttle protects the engine's patience, never at the cost of a delivery.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+
+from django.core.cache import BaseCache, caches
+
+from .client import Engine
+from .compat import redis_cache_client
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Throttle"]
+
+KEY_PREFIX = "indexnow:throttle:"
+#: Slots tried at most through the cache API before the POST goes out anyway.
+MAX_PROBES = 10_000
+
+# KEYS: none. ARGV: the engine's key, the interval (ms). Takes the engine's next slot:
+# now if it is free, else the first free one; returns how many ms from now it starts.
+_TAKE_SLOT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local interval = tonumber(ARGV[2])
+local free = tonumber(redis.call('GET', ARGV[1]) or '0')
+local at = math.max(now, free)
+redis.call('SET', ARGV[1], at + interval, 'PX', at + interval - now + 60000)
+return at - now
+"""
+
+
+class Throttle:
+    """The slots of each engine; see the module. ``per_minute`` ``None``: no limit."""
+
+    def __init__(self, cache_alias: str, per_minute: int | None) -> None:
+        self.cache_alias = cache_alias
+        self.per_minute = per_minute
+        #: Per engine, the first slot not known to be taken (cache API only).
+        self._hint: dict[str, int] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.per_minute is not None
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two POSTs to one engine."""
+        return 60.0 / self.per_minute if self.per_minute else 0.0
+
+    def take(self, engine: Engine) -> float:
+        """Take ``engine``'s next slot; return the seconds until it starts (0: now)."""
+        if not self.enabled:
+            return 0.0
+        key = KEY_PREFIX + hashlib.blake2s(engine.endpoint.encode(), digest_size=8).hexdigest()
+        try:
+            cache = caches[self.cache_alias]
+            target = redis_cache_client(cache)
+            if target is not None:
+                client, make_key = target
+                waited = client.eval(_TAKE_SLOT, 0, make_key(key), round(self.interval * 1000))
+                return max(0.0, int(waited) / 1000)
+            return self._take_through_cache_api(cache, key)
+        except Exception as exc:
+            logger.warning(
+                "IndexNow throttle cache %r unavailable (%s: %s): engine=%s sent unthrottled",
+                self.cache_alias,
+                type(exc).__name__,
+                exc,
+                engine.name,
+            )
+            return 0.0
+
+    def _take_through_cache_api(self, cache: BaseCache, key: str) -> float:
+        interval = self.interval
+        now = time.time()
+        # The first slot that starts from now on: a slot under way may have been used
+        # at its start, and sending in it would come too soon after.
+        slot = max(math.ceil(now / interval), self._hint.get(key, 0))
+        # Kept a minute past its start: long enough for every process to see it taken.
+        for _ in range(MAX_PROBES):
+            start = slot * interval
+            if cache.add(f"{key}:{slot}", 1, timeout=max(1, int(start - now + 60))):
+                self._hint[key] = slot + 1
+                return max(0.0, start - now)
+            slot += 1
+        return 0.0

@@ -1,0 +1,147 @@
+"""``THROTTLE``: POSTs to an engine spaced by 60 / MAX_REQUESTS_PER_MINUTE seconds, for
+every process at once; a command waits and says so, a worker's job defers itself."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from io import StringIO
+from typing import Any
+
+import pytest
+import redis
+from django.core.management import call_command
+from rq.job import Job
+
+from indexnow_django.client import Engine
+from indexnow_django.dispatch import dispatch
+from indexnow_django.testing import LoopbackEngine
+from indexnow_django.throttle import Throttle
+from tests.rqhelpers import FAST_RETRY, finished_ids, wait_for_count
+
+BASE = "https://www.example.com"
+
+
+def gaps(engine: LoopbackEngine) -> list[float]:
+    times = [post.received_at for post in engine.posts]
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
+
+
+def most_in_any_window(engine: LoopbackEngine, seconds: float) -> int:
+    """The most POSTs the engine received within any ``seconds``-long window."""
+    times = sorted(post.received_at for post in engine.posts)
+    return max(
+        sum(1 for other in times[i:] if other < start + seconds) for i, start in enumerate(times)
+    )
+
+
+@pytest.mark.parametrize("cache", ["shared", "default"], ids=["redis", "cache-api"])
+def test_a_bulk_command_waits_between_posts_and_says_so(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any], cache: str
+) -> None:
+    indexnow_settings(
+        BATCH={"MAX_URLS": 1},
+        DEBOUNCE={"CACHE": cache, "TTL": 600},
+        THROTTLE={"MAX_REQUESTS_PER_MINUTE": 120},  # one every 0.5 s
+    )
+    out = StringIO()
+
+    call_command("indexnow_submit", "/a/", "/b/", "/c/", "/d/", "--sync", stdout=out)
+
+    assert engine.posted_urls() == [f"{BASE}/{name}/" for name in "abcd"]
+    assert all(gap >= 0.45 for gap in gaps(engine)), gaps(engine)
+    output = out.getvalue()
+    assert output.count("Waiting ") >= 2
+    assert (
+        f"127.0.0.1:{engine.port} takes 120 POSTs a minute "
+        "(INDEXNOW['THROTTLE']['MAX_REQUESTS_PER_MINUTE'])"
+    ) in output
+    assert output.rstrip().endswith("4 accepted, 0 rejected, 0 failed.")
+
+
+def test_no_limit_sends_at_once(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
+) -> None:
+    indexnow_settings(BATCH={"MAX_URLS": 1}, DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    out = StringIO()
+
+    started = time.monotonic()
+    call_command("indexnow_submit", "/a/", "/b/", "/c/", "--sync", stdout=out)
+
+    assert len(engine.posts) == 3
+    assert time.monotonic() - started < 2
+    assert "Waiting" not in out.getvalue()
+
+
+def test_slots_are_shared_by_every_throttle_on_one_redis(
+    indexnow_settings: Callable[..., Any],
+) -> None:
+    """Two processes' throttles are two objects on one cache: the slots are one sequence."""
+    engine = Engine("e", "http://127.0.0.1:9/indexnow")
+    first, second = Throttle("shared", 6), Throttle("shared", 6)  # one every 10 s
+
+    waits = [first.take(engine), second.take(engine), first.take(engine), second.take(engine)]
+
+    assert waits[0] == 0
+    for n, wait in enumerate(waits[1:], 1):
+        assert 10 * n - 0.5 <= wait <= 10 * n
+    # Another engine has slots of its own.
+    assert first.take(Engine("f", "http://127.0.0.1:9/other")) == 0
+
+
+def test_a_dry_run_is_not_throttled(
+    engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
+) -> None:
+    indexnow_settings(
+        DRY_RUN=True,
+        BATCH={"MAX_URLS": 1},
+        DEBOUNCE={"CACHE": "shared", "TTL": 600},
+        THROTTLE={"MAX_REQUESTS_PER_MINUTE": 1},
+    )
+    started = time.monotonic()
+
+    dispatch(["/a/", "/b/", "/c/"])
+
+    assert time.monotonic() - started < 2
+    assert engine.posts == []
+
+
+@pytest.mark.worker
+def test_three_workers_keep_to_the_budget_and_defer_jobs_instead_of_sleeping(
+    engine: LoopbackEngine,
+    indexnow_settings: Callable[..., Any],
+    start_worker: Callable[..., Any],
+    redis_conn: redis.Redis,
+) -> None:
+    overrides = {
+        "DISPATCH": "queue",
+        "RETRY": dict(FAST_RETRY),
+        "DEBOUNCE": {"CACHE": "shared", "TTL": 600},
+        "THROTTLE": {"MAX_REQUESTS_PER_MINUTE": 60},  # one a second
+        "QUEUE": {"RESULT_TTL": 600},
+    }
+    indexnow_settings(**overrides)
+    for n in range(6):
+        dispatch([f"/p{n}/"])
+    workers = [start_worker(overrides) for _ in range(3)]
+
+    engine.wait_for_posts(6, timeout=40)
+
+    assert sorted(engine.posted_urls()) == [f"{BASE}/p{n}/" for n in range(6)]
+    times = sorted(post.received_at for post in engine.posts)
+    # Six slots a second apart: the last is at least five seconds after the first, and
+    # no second holds two (a deferred job runs when rq's scheduler, polling each second,
+    # finds it due: at its slot or a little after it).
+    assert times[-1] - times[0] >= 4.9
+    assert most_in_any_window(engine, 0.9) == 1
+    wait_for_count(lambda: len(finished_ids(redis_conn)), 6 + 5, timeout=20)
+    jobs = [Job.fetch(job_id, connection=redis_conn) for job_id in finished_ids(redis_conn)]
+    deferred = [job for job in jobs if "slot" in job.kwargs]
+    assert len(deferred) >= 5
+    assert all(job.kwargs["engines"] == [engine.url] for job in deferred)
+    # No job slept for its slot: each ran in a moment.
+    assert all((job.ended_at - job.started_at).total_seconds() < 0.9 for job in jobs)
+    output = "".join(worker.output() for worker in workers)
+    assert "IndexNow throttled batch=" in output
+    assert "(THROTTLE['MAX_REQUESTS_PER_MINUTE'] is 60)" in output
