@@ -133,14 +133,16 @@ def deliver(
         if report.rejected:
             raise _rejected(report.rejected, exhausted, batch_id, attempt, conf)
         raise _exhausted(exhausted, batch_id, attempt, conf)
-    return {
+    summary: dict[str, Any] = {
         "batch_id": batch_id,
         "attempt": attempt,
         "accepted": report.sent_count,
         "debounced": report.debounced_count,
         "retry_jobs": retry_jobs,
-        "deferred_jobs": deferred_jobs,
     }
+    if deferred_jobs:
+        summary["deferred_jobs"] = deferred_jobs
+    return summary
 
 
 def _defer(
