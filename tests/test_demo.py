@@ -241,8 +241,14 @@ def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
         assert proc.wait(30) == 130, out.text
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+            # SIGTERM: the demo stops what it started (each child in a session of its own,
+            # which a SIGKILL of the demo would leave running).
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
     out._thread.join(5)
     assert proc.stdout is not None
     proc.stdout.close()
