@@ -524,7 +524,7 @@ class IndexNowAdminMixin:
         return {
             "indexnow": {
                 "urls": urls,
-                "public": options.is_public(obj),
+                "public": _is_public(options, obj),
                 "accepted": last_accepted(urls) if can_view and urls else None,
                 "retention_days": conf.history_retention_days if conf else None,
                 "can_submit": request.user.has_perm("indexnow.submit_urls"),
@@ -556,14 +556,14 @@ class IndexNowAdminMixin:
                 request, _("This object is not submitted to IndexNow."), messages.ERROR
             )
             return response
-        if not options.is_public(obj):
+        if not _is_public(options, obj):
             model_admin.message_user(
                 request,
                 _("Not submitted: this object is not public (not published, or not yet)."),
                 messages.WARNING,
             )
             return response
-        count = send_urls(_object_urls(options, obj), conf=conf, response=response)
+        count = send_urls(_object_urls(options, obj, public=True), conf=conf, response=response)
         model_admin.message_user(
             request,
             ngettext("%(count)d URL %(how)s.", "%(count)d URLs %(how)s.", count)
@@ -573,15 +573,38 @@ class IndexNowAdminMixin:
         return response
 
 
-def _object_urls(options: Any, obj: Model) -> list[str]:
-    """The object's current URLs, absolute and normalized; ``[]`` when they cannot be computed."""
+def _is_public(options: Any, obj: Model) -> bool:
+    """Whether ``obj`` is public (in some language, when its URLs are worked out in several)."""
+    try:
+        return any(state.public for state in options.urls_per_language(obj).values())
+    except Exception:
+        logger.warning("IndexNow admin cannot tell whether %r is public", obj, exc_info=True)
+        return False
+
+
+def _object_urls(options: Any, obj: Model, *, public: bool = False) -> list[str]:
+    """The object's current URLs in every language, absolute and normalized (``public``:
+    only those of the languages it is public in); ``[]`` when they cannot be computed."""
+    from .languages import in_language
     from .submitter import clean_urls
 
     conf = _settings_or_none()
     if conf is None:
         return []
     try:
-        raw = [str(url) for url in options.urls(obj)]
+        languages = options.url_languages()
+        if public:
+            raw = options.public_urls(obj)
+        elif languages is None:
+            raw = [str(url) for url in options.urls(obj)]
+        else:
+            raw = []
+            for language in languages:
+                try:
+                    with in_language(obj, language):
+                        raw.extend(str(url) for url in options.urls(obj))
+                except Exception:  # a language the object is not written in, say
+                    logger.debug("IndexNow admin: no URLs of %r in %s", obj, language)
     except Exception:
         logger.warning("IndexNow admin cannot compute the URLs of %r", obj, exc_info=True)
         return []

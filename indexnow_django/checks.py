@@ -270,6 +270,7 @@ def check_key_file_url(
 
 
 def register_checks() -> None:
+    from .languages import check_languages  # indexnow.E030
     from .scheduling import check_scheduling  # indexnow.W003
 
     checks.register(check_settings, "indexnow")
@@ -278,3 +279,4 @@ def register_checks() -> None:
     checks.register(check_debounce_cache, "indexnow")
     checks.register(check_key_file_url, "indexnow", checks.Tags.urls)
     checks.register(check_scheduling, "indexnow")
+    checks.register(check_languages, "indexnow")

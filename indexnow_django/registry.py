@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
@@ -28,6 +28,9 @@ from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
 from .exceptions import RegistrationError
+
+if TYPE_CHECKING:
+    from .languages import LanguageState
 
 __all__ = [
     "ModelIndexNow",
@@ -57,6 +60,12 @@ class ModelIndexNow:
     #: Name of a ``DateTimeField`` (or ``DateField``) holding the publication time.
     #: ``None``: no publication time.
     publish_at: str | None = None
+    #: The languages whose URLs are submitted (:mod:`indexnow_django.languages`):
+    #: ``None`` follows the URLconf (every language of ``settings.LANGUAGES`` when
+    #: ``ROOT_URLCONF`` uses ``i18n_patterns``, else the active one); a list of
+    #: language codes narrows that; ``"all"``: every language whatever the URLconf;
+    #: ``"current"``: the active language only.
+    languages: Sequence[str] | str | None = None
 
     def __init__(self, model: type[models.Model]) -> None:
         self.model = model
@@ -85,6 +94,43 @@ class ModelIndexNow:
             return False
         when = self.publish_time(obj)
         return when is None or when <= (now or timezone.now())
+
+    def url_languages(self) -> tuple[str, ...] | None:
+        """The language codes :meth:`urls` and :meth:`is_published` are asked in
+        (see :attr:`languages`); ``None``: the active language only."""
+        from .languages import languages_for
+
+        return languages_for(self)
+
+    def urls_per_language(
+        self, obj: Any, now: datetime.datetime | None = None
+    ) -> dict[str, LanguageState]:
+        """``obj`` in each language of :meth:`url_languages`, by language code: whether
+        it is published and public there, and its URLs there (none unless public).
+
+        With the active language only, that language (``settings.LANGUAGE_CODE``
+        when translation is deactivated) is the one key.
+        """
+        from django.utils import translation
+
+        from .languages import per_language
+
+        languages = self.url_languages()
+        if languages is None:
+            languages = (translation.get_language() or settings.LANGUAGE_CODE,)
+        return {state.language: state for state in per_language(self, obj, languages, now)}
+
+    def public_urls(self, obj: Any, now: datetime.datetime | None = None) -> list[str]:
+        """What is submitted for ``obj`` now: the URLs of every language it is public in."""
+        languages = self.url_languages()
+        if languages is None:
+            if not self.is_public(obj, now):
+                return []
+            return list(dict.fromkeys(map(str, self.urls(obj))))
+        from .languages import per_language
+
+        states = per_language(self, obj, languages, now)
+        return list(dict.fromkeys(url for state in states for url in state.urls))
 
 
 def as_datetime(value: datetime.date | datetime.datetime) -> datetime.datetime:
@@ -177,6 +223,8 @@ def _register(
 
 
 def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
+    from .languages import translated_attnames
+
     label = f"{type(options).__qualname__} for {model._meta.label}"
     names = options.fields
     attnames: set[str] | None = None
@@ -198,6 +246,8 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
                 m2m.add(found.name)
             elif isinstance(found, models.Field) and found.concrete:
                 attnames.add(found.attname)
+                # Its translations (django-modeltranslation's body_en, body_fr...).
+                attnames.update(translated_attnames(model, found.name))
             else:
                 raise RegistrationError(
                     f"{label}: fields names {name!r}, which is not a field stored with "

@@ -14,7 +14,9 @@ fires, finds the time moved and returns. When a job fires it reloads the
 object: gone, moved, not public or without URLs, it logs why and returns (a
 successful no-op). Otherwise it submits the object's *current* URLs through
 the normal delivery (a unit of work, so ``dispatch`` with its retries); a
-temporary engine failure is retried there, never by this job.
+temporary engine failure is retried there, never by this job. On a site whose
+URLs carry the language, "current URLs" are those of every language the object
+is public in then (:mod:`indexnow_django.languages`).
 
 Scheduling needs the queue: with synchronous dispatch nothing is scheduled, a
 warning is logged, and system check ``indexnow.W003`` says so.
@@ -172,15 +174,18 @@ def publish(label: str, pk: Any, timestamp: int) -> str:
     obj = model._base_manager.filter(pk=pk).first()
     if obj is None:
         return _stale(publication, "the object is gone")
-    published = options.is_published(obj)
-    when = options.publish_time(obj) if published else None
-    if published and (when is None or whole_seconds(when) != timestamp):
-        return _stale(publication, "its publication time moved")
     # Judged as of the scheduled moment: a scheduler whose clock runs a little
-    # early must not make a due object look unpublished.
-    if not options.is_public(obj, now=max(timezone.now(), publication.at)):
+    # early must not make a due object look unpublished. In every language
+    # that the registration's URLs are worked out in.
+    states = options.urls_per_language(obj, now=max(timezone.now(), publication.at)).values()
+    published = [state for state in states if state.published]
+    if published and not any(
+        state.when is not None and whole_seconds(state.when) == timestamp for state in published
+    ):
+        return _stale(publication, "its publication time moved")
+    if not any(state.public for state in published):
         return _stale(publication, "it is not public")
-    urls = [str(url) for url in options.urls(obj)]
+    urls = list(dict.fromkeys(url for state in published for url in state.urls))
     if not urls:
         return _stale(publication, "it has no URLs")
     with batch():

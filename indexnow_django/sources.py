@@ -27,6 +27,7 @@ from .entries import Entry
 if TYPE_CHECKING:
     from django.db.models import Model
 
+    from .languages import LanguageState
     from .registry import ModelIndexNow
 
 __all__ = [
@@ -97,17 +98,20 @@ def _chosen_entries(
         obj = found.get(pk)
         if obj is None:
             yield Entry("", origin, typed, problem="no such object")
-        elif not options.is_public(obj, now):
-            yield Entry("", origin, pk, problem=_why_not_public(options, obj, now))
-        else:
-            for url in options.urls(obj):
-                yield Entry(str(url), origin, pk, typed=False)
+            continue
+        states = options.urls_per_language(obj, now)
+        if not any(state.public for state in states.values()):
+            yield Entry("", origin, pk, problem=_why_not_public(options, states))
+            continue
+        for url in dict.fromkeys(url for state in states.values() for url in state.urls):
+            yield Entry(url, origin, pk, typed=False)
 
 
-def _why_not_public(options: ModelIndexNow, obj: Model, now: datetime.datetime) -> str:
-    if not options.is_published(obj):
-        return "not public: is_published() is false"
-    return f"not public yet: {options.publish_at} is in the future"
+def _why_not_public(options: ModelIndexNow, states: Mapping[str, LanguageState]) -> str:
+    where = " in any language" if len(states) > 1 else ""
+    if not any(state.published for state in states.values()):
+        return f"not public{where}: is_published() is false"
+    return f"not public yet{where}: {options.publish_at} is in the future"
 
 
 def _public_entries(
@@ -122,9 +126,9 @@ def _public_entries(
         queryset = queryset.exclude(**{f"{options.publish_at}__gt": limit})
     origin = f"{model._meta.label} pk={{}}"
     for obj in queryset.order_by("pk").iterator(chunk_size=MODEL_CHUNK_SIZE):
-        if options.is_public(obj, now):
-            for url in options.urls(obj):
-                yield Entry(str(url), origin, obj.pk, typed=False)
+        # Every language the object is public in.
+        for url in options.public_urls(obj, now):
+            yield Entry(url, origin, obj.pk, typed=False)
 
 
 def sitemap_entries(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import models
@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from ..collector import GoneURL, collect_on_commit, hand_over
 from ..compat import thread_connection
+from ..languages import combined, languages_for, per_language
 from .state import Standing, rebuild
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 #: Every module of the package logs as ``indexnow_django.tracking``.
 logger = logging.getLogger(__package__)
 
-__all__ = ["DRAFT", "Seen", "change", "failed", "open_change", "outcome", "see"]
+__all__ = ["DRAFT", "Seen", "change", "failed", "open_change", "outcome", "see", "see_languages"]
 
 
 class Seen(NamedTuple):
@@ -49,8 +50,15 @@ _new_seen = tuple.__new__
 
 
 def see(plan: Plan, obj: Any, now: datetime.datetime | None = None) -> Seen:
-    """Evaluate ``obj`` (URLs only when it is public: a draft's are never needed)."""
+    """Evaluate ``obj`` (URLs only when it is public: a draft's are never needed).
+
+    A registration worked out in several languages is seen in each of them
+    (:func:`see_languages`).
+    """
     options = plan.options
+    languages = languages_for(options)
+    if languages is not None:
+        return see_languages(plan, obj, languages, now)
     if plan.always_public:
         return _new_seen(Seen, (True, None, True, tuple(map(str, options.urls(obj)))))
     published = bool(options.is_published(obj))
@@ -58,6 +66,16 @@ def see(plan: Plan, obj: Any, now: datetime.datetime | None = None) -> Seen:
     public = published and (when is None or when <= (now or timezone.now()))
     urls = tuple(map(str, options.urls(obj))) if public else ()
     return _new_seen(Seen, (published, when, public, urls))
+
+
+def see_languages(
+    plan: Plan, obj: Any, languages: Sequence[str], now: datetime.datetime | None = None
+) -> Seen:
+    """``obj`` in each of ``languages``, as one :class:`Seen`: published in some language,
+    public when no published language waits for its time (the earliest such time is
+    ``when``), and the URLs of every language it is public in.
+    """
+    return _new_seen(Seen, combined(per_language(plan.options, obj, languages, now)))
 
 
 def failed(instance: models.Model, what: str, error: Exception) -> None:
@@ -85,7 +103,7 @@ def outcome(
     if not counts and old == after:
         return []
     urls = list(after.urls)
-    if old.public and old.urls != after.urls:
+    if old.urls != after.urls:  # URLs are only ever seen for an object public somewhere
         urls.extend([GoneURL(u) for u in old.urls if u not in after.urls])
     if after.published and after.when is not None and not after.public:  # still to come
         from ..scheduling import schedule
