@@ -997,9 +997,17 @@ def settings_fingerprint() -> dict[str, Any]:
     import hashlib
     import json
 
+    def stable(value: Any) -> str:
+        # A function or a class by its dotted name: its repr holds an address that differs
+        # between processes.
+        name = getattr(value, "__qualname__", None)
+        if callable(value) and name:
+            return f"{getattr(value, '__module__', '')}.{name}"
+        return repr(value)
+
     raw = getattr(django_settings, "INDEXNOW", None)
     merged = _merged(raw) if isinstance(raw, Mapping) else {"INDEXNOW": repr(raw)}
-    text = json.dumps(merged, sort_keys=True, default=repr)
+    text = json.dumps(merged, sort_keys=True, default=stable)
     return {
         "fingerprint": hashlib.sha256(text.encode()).hexdigest()[:12],
         "DRY_RUN": merged.get("DRY_RUN"),

@@ -3,6 +3,7 @@ flushed once, when it ends; and the check that says when the worker is not wired
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import django_rq
@@ -340,3 +341,26 @@ def test_a_sentinel_failover_while_a_job_runs_leaves_the_worker_and_its_retries_
             f"on the new master {scheduler_back - killed:.1f}s after it, retry sent "
             f"{late:+.1f}s from its due time\n"
         )
+
+
+def test_the_settings_fingerprint_is_the_same_in_every_process(settings):
+    """Equal settings, equal fingerprint, also with a function in them (whose repr differs
+    from one process to the next); another DRY_RUN, another fingerprint."""
+    from indexnow_django.conf import settings_fingerprint
+    from tests.services import run_django
+    from tests.testapp.tenants import hosts
+
+    settings.INDEXNOW = {**settings.INDEXNOW, "HOSTS": hosts}
+    here = settings_fingerprint()
+    code = (
+        "import json; from django.conf import settings; from indexnow_django.conf import "
+        "settings_fingerprint; from tests.testapp.tenants import hosts; "
+        "settings.INDEXNOW = {**settings.INDEXNOW, 'HOSTS': hosts}; "
+        "print(json.dumps(settings_fingerprint()))"
+    )
+    result = run_django("shell", "-c", code)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == here
+    settings.INDEXNOW = {**settings.INDEXNOW, "DRY_RUN": True}
+    assert settings_fingerprint()["fingerprint"] != here["fingerprint"]
+    assert settings_fingerprint()["DRY_RUN"] is True
