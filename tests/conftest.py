@@ -25,6 +25,21 @@ from tests import services
 pytest_plugins = ["tests.workers"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _database_features(django_db_setup: None, django_db_blocker: Any) -> None:
+    """Ask each test database once what it supports, with access allowed.
+
+    Django's system checks read it (``JSONField`` support, which SQLite answers
+    with a query) and keep the answer: without this, a test that runs the checks
+    with no database access passes only when an earlier test asked first.
+    """
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        for connection in connections.all():
+            assert connection.features.supports_json_field is not None
+
+
 @pytest.fixture(autouse=True)
 def _fresh_state() -> Iterator[None]:
     """Every test starts with a quiet engine, empty caches and fresh settings."""

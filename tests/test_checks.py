@@ -457,6 +457,7 @@ def test_nan_and_infinity_are_not_a_batch_size(settings, value):
 
 
 @pytest.mark.parametrize("dispatch", ["sync", "queue"])
+@pytest.mark.slow
 def test_migrate_on_a_fresh_database_with_the_sites_framework_and_no_base_url(tmp_path, dispatch):
     """The checks that migrate runs never read the django_site table it is about to create."""
     (tmp_path / "fresh_settings.py").write_text(

@@ -178,6 +178,7 @@ def test_read_stops_at_the_prefix_even_without_a_length(engine, target):
     assert "y" * 300 + "…" in result.message
 
 
+@pytest.mark.slow
 def test_trickled_answer_is_a_timeout_at_the_deadline(engine, target):
     """One byte every 2 s never trips the 3 s read timeout; the deadline of the POST does."""
     engine.queue_replies(Reply(200, "z" * 50, trickle=2))
@@ -217,6 +218,7 @@ def trickling_status_line():
     server.close()
 
 
+@pytest.mark.slow
 def test_trickled_status_line_is_a_timeout_at_the_deadline(trickling_status_line):
     started = time.monotonic()
     result = post(trickling_status_line, timeout=2)

@@ -216,6 +216,7 @@ def command_env(**overrides: Any) -> dict[str, str]:
     return django_env(INDEXNOW_TEST_OVERRIDES=json.dumps(overrides))
 
 
+@pytest.mark.slow
 def test_a_long_running_command_sends_what_it_committed_within_seconds(
     engine: Any, tmp_path: Path
 ) -> None:
@@ -248,6 +249,7 @@ def test_a_long_running_command_sends_what_it_committed_within_seconds(
     assert [p.urls for p in engine.posts] == [[f"{BASE}/served/first/"], [f"{BASE}/served/last/"]]
 
 
+@pytest.mark.slow
 def test_a_short_command_saving_50_objects_gives_one_job(redis_conn: Any) -> None:
     from rq import Queue
 
@@ -257,6 +259,7 @@ def test_a_short_command_saving_50_objects_gives_one_job(redis_conn: Any) -> Non
     assert job.args[0] == [f"{BASE}/made/{n}/" for n in range(50)]
 
 
+@pytest.mark.slow
 def test_manage_py_test_captures_and_leaves_nothing_to_send(
     engine: Any, redis_url: str, tmp_path: Path
 ) -> None:

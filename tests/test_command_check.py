@@ -297,6 +297,7 @@ def test_missing_key_file_fails_with_url_and_status(
     assert 'include("indexnow_django.urls")' in line(output, "hint:", "include")
 
 
+@pytest.mark.slow
 def test_five_hundred_hosts_key_files_are_fetched_a_few_at_a_time(
     indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
 ) -> None:
@@ -741,6 +742,7 @@ def test_json_gives_the_same_findings(
     assert KEY not in json_output and KEY not in text_output
 
 
+@pytest.mark.slow
 def test_exit_codes_of_the_command_line(
     indexnow_settings: Callable[..., Any], key_server: KeyServer
 ) -> None:

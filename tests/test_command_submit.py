@@ -702,6 +702,7 @@ def run_command(*args: str, stdin: str = "", **env: str) -> subprocess.Completed
     return run_django("indexnow_submit", "--no-color", *args, stdin=stdin, **variables)
 
 
+@pytest.mark.slow
 def test_exit_codes_of_the_command_line(engine: LoopbackEngine) -> None:
     ok = run_command("--file", "-", "--sync", stdin="/cli/\n")
     nothing_valid = run_command("--file", "-", "--sync", stdin="mailto:someone\n")

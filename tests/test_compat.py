@@ -151,6 +151,7 @@ def test_a_whole_rollback_drops_every_callback():
 
 
 @pytest.mark.parametrize("backend", ["django", "django_redis"])
+@pytest.mark.slow
 def test_the_cache_client_gives_up_on_a_frozen_redis_within_the_bound(private_redis, backend):
     caches_setting = redis_caches(private_redis.url)
     with override_settings(CACHES=caches_setting):

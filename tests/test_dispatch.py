@@ -348,6 +348,7 @@ def test_manage_py_check_shows_the_warning(indexnow_settings):
     assert "indexnow.W002" in ids
 
 
+@pytest.mark.slow
 def test_a_redis_that_never_answers_does_not_hold_the_request(
     indexnow_settings, engine, caplog, silent_redis
 ):
@@ -403,6 +404,7 @@ def wsgi_server() -> Iterator[Callable[[], str]]:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_a_frozen_redis_holds_no_request_beyond_the_bound(
     wsgi_server, client, private_redis, indexnow_settings, engine, settings
 ):

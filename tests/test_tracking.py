@@ -759,6 +759,7 @@ def test_an_edit_made_after_a_save_in_the_same_unit_is_not_what_is_submitted(
     assert sent(engine) == [[f"{BASE}/posts/saved/", f"{BASE}/posts/before/"]]
 
 
+@pytest.mark.slow
 def test_a_long_loop_of_saves_in_one_unit_gives_one_flush_of_every_url(engine: Any) -> None:
     from indexnow_django import collector as collector_module
 
