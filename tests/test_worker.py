@@ -220,14 +220,14 @@ def test_a_worker_takes_over_the_scheduler_lock_of_a_worker_that_died(
 
     from indexnow_django.dispatch import dispatch
     from indexnow_django.testing import Reply
-    from tests.rqhelpers import FAST_RETRY
+    from tests.rqhelpers import FAST_RETRY, FAST_SWEEP
 
     overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY}
     indexnow_settings(**overrides)
     lock = RQScheduler.get_locking_key("default")
     holder = start_worker(overrides)
     dead_holder = redis_conn.get(lock)
-    other = start_worker(overrides)
+    other = start_worker(overrides, extra_env=FAST_SWEEP)
     assert redis_conn.get(lock) == dead_holder
 
     holder.kill()
