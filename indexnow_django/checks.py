@@ -271,6 +271,7 @@ def check_key_file_url(
 
 def register_checks() -> None:
     from .languages import check_languages  # indexnow.E030
+    from .registry import check_registrations  # indexnow.E031
     from .scheduling import check_scheduling  # indexnow.W003
 
     checks.register(check_settings, "indexnow")
@@ -280,3 +281,4 @@ def register_checks() -> None:
     checks.register(check_key_file_url, "indexnow", checks.Tags.urls)
     checks.register(check_scheduling, "indexnow")
     checks.register(check_languages, "indexnow")
+    checks.register(check_registrations, "indexnow", checks.Tags.models)

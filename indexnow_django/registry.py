@@ -156,6 +156,8 @@ class Plan:
     #: Every object is public (``is_published``, ``publish_time`` and ``publish_at``
     #: left as they are): tracking then only asks for ``urls()``.
     always_public: bool = False
+    #: Names in ``fields`` that are no field tracking follows (a system check error).
+    unknown_fields: tuple[str, ...] = ()
 
 
 #: The registered models and their options (exact registrations, no subclasses).
@@ -227,6 +229,7 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
 
     label = f"{type(options).__qualname__} for {model._meta.label}"
     names = options.fields
+    unknown: list[str] = []
     attnames: set[str] | None = None
     m2m: set[str] | None = None
     if names is not None:
@@ -239,20 +242,16 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
             try:
                 found = model._meta.get_field(name)
             except FieldDoesNotExist:
-                raise RegistrationError(
-                    f"{label}: fields names {name!r}, which is not a field of {model._meta.label}."
-                ) from None
-            if isinstance(found, models.ManyToManyField):
+                unknown.append(name)
+                continue
+            if is_many_to_many(model, found):
                 m2m.add(found.name)
             elif isinstance(found, models.Field) and found.concrete:
                 attnames.add(found.attname)
                 # Its translations (django-modeltranslation's body_en, body_fr...).
                 attnames.update(translated_attnames(model, found.name))
             else:
-                raise RegistrationError(
-                    f"{label}: fields names {name!r}, which is not a field stored with "
-                    f"{model._meta.label} (a reverse or generic relation)."
-                )
+                unknown.append(name)
     if options.publish_at is not None:
         try:
             when = model._meta.get_field(options.publish_at)
@@ -273,7 +272,47 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
             and kind.is_published is ModelIndexNow.is_published
             and kind.publish_time is ModelIndexNow.publish_time
         ),
+        unknown_fields=tuple(unknown),
     )
+
+
+def is_many_to_many(model: type[models.Model], field: Any) -> bool:
+    """Whether ``field`` is a many-to-many relation of ``model`` that tracking follows:
+    an entry of ``_meta.many_to_many`` whose changes go through a ``through`` model,
+    which sends ``m2m_changed`` (a ``ManyToManyField``, django-taggit's
+    ``TaggableManager``, ...)."""
+    through = getattr(getattr(field, "remote_field", None), "through", None)
+    return (
+        field in model._meta.many_to_many
+        and isinstance(through, type)
+        and issubclass(through, models.Model)
+    )
+
+
+def check_registrations(**kwargs: Any) -> list[Any]:
+    """``indexnow.E031``: a name in a registration's ``fields`` is no field of its model
+    that tracking follows (misspelt, or a reverse or generic relation)."""
+    from django.core import checks
+
+    errors: list[Any] = []
+    for model, plan in _plans.items():
+        for name in plan.unknown_fields:
+            options = plan.options
+            errors.append(
+                checks.Error(
+                    f"{type(options).__name__} for {model._meta.label}: fields names "
+                    f"{name!r}, which is not a field of {model._meta.label} that IndexNow "
+                    "tracks.",
+                    hint=(
+                        "fields lists the model's own fields and many-to-many relations; for "
+                        "rows of another model that belong to the object (a reverse relation, "
+                        "translations, inline rows) use related = [...]."
+                    ),
+                    obj=type(options),
+                    id="indexnow.E031",
+                )
+            )
+    return errors
 
 
 def unregister(model: type[models.Model]) -> None:

@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "django_rq",
     "indexnow_django",
     "tests.testapp",
+    # The apps of docs/third-party.md, and models built on them.
+    "taggit",
     "tests.thirdparty",
 ]
 

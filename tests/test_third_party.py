@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from tests.thirdparty.models import Lesson
+from tests.thirdparty.models import Lesson, Note
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,3 +53,99 @@ def test_a_model_whose_init_sets_what_urls_reads(engine: Any, in_a_transaction: 
     lesson = Lesson.objects.get(pk=lesson.pk)
     lesson.delete()
     assert sent(engine) == [[f"{BASE}/lessons/by-hand/"]]
+
+
+# django-taggit -------------------------------------------------------------------------
+
+
+NOTE = f"{BASE}/notes/tagged/"
+
+
+def tagged_note(*tags: str) -> Note:
+    """A note, with ``tags``; the tags python, django and web exist (a new tag submits its
+    own page, as taggit's ``Tag`` is registered)."""
+    from taggit.models import Tag
+
+    for name in ("python", "django", "web"):
+        Tag.objects.get_or_create(name=name, slug=name)
+    note = Note.objects.create(slug="tagged")
+    note.tags.add(*tags)
+    return note
+
+
+def test_adding_and_removing_a_tag_submits_the_note_and_the_tag_page(engine: Any) -> None:
+    note = tagged_note()
+    engine.reset()
+    note.tags.add("python")
+    assert sent(engine) == [[NOTE, f"{BASE}/tags/python/"]]
+    engine.reset()
+    note.tags.add("django")
+    assert sent(engine) == [[NOTE, f"{BASE}/tags/django/", f"{BASE}/tags/python/"]]
+    engine.reset()
+    note.tags.remove("python")
+    assert sent(engine) == [[NOTE, f"{BASE}/tags/django/", f"{BASE}/tags/python/"]]
+    engine.reset()
+    note.tags.clear()
+    assert sent(engine) == [[NOTE, f"{BASE}/tags/django/"]]
+
+
+def test_the_admins_tag_field_submits_the_tags_it_changed(engine: Any, admin_client: Any) -> None:
+    note = tagged_note("python")
+    engine.reset()
+    response = admin_client.post(
+        f"/admin/thirdparty/note/{note.pk}/change/",
+        {"slug": "tagged", "tags": "django, web", "_save": "Save"},
+    )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert sorted(note.tags.names()) == ["django", "web"]
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        [NOTE, f"{BASE}/tags/django/", f"{BASE}/tags/web/", f"{BASE}/tags/python/"]
+    )
+
+
+def test_a_tag_rename_submits_its_old_and_new_page(engine: Any) -> None:
+    from taggit.models import Tag
+
+    note = tagged_note()
+    note.tags.add("pyhton")
+    engine.reset()
+    tag = Tag.objects.get(name="pyhton")
+    tag.name, tag.slug = "snake", "snake"
+    tag.save()
+    assert sent(engine) == [[f"{BASE}/tags/snake/", f"{BASE}/tags/pyhton/"]]
+
+
+def test_a_name_in_fields_that_is_no_field_is_a_system_check_error() -> None:
+    from django.core import checks
+
+    from indexnow_django import ModelIndexNow, register
+    from indexnow_django.registry import check_registrations, unregister
+    from tests.testapp.models import Untracked
+
+    class UntrackedIndexNow(ModelIndexNow):
+        fields = ["title", "titel", "tags"]
+
+    register(Untracked, UntrackedIndexNow)
+    try:
+        errors = check_registrations()
+        assert errors == [
+            checks.Error(
+                f"UntrackedIndexNow for testapp.Untracked: fields names {name!r}, which is not "
+                "a field of testapp.Untracked that IndexNow tracks.",
+                hint=(
+                    "fields lists the model's own fields and many-to-many relations; for rows "
+                    "of another model that belong to the object (a reverse relation, "
+                    "translations, inline rows) use related = [...]."
+                ),
+                obj=UntrackedIndexNow,
+                id="indexnow.E031",
+            )
+            for name in ("titel", "tags")
+        ]
+        assert [e.id for e in checks.run_checks(tags=[checks.Tags.models])].count(
+            "indexnow.E031"
+        ) == 2
+    finally:
+        unregister(Untracked)
+    assert check_registrations() == []

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from ..compat import thread_connection
 from ..conf import is_enabled
-from ..registry import plan_for
+from ..registry import is_many_to_many, plan_for
 from .outcome import Seen, change, failed, open_change, see
 from .state import children, loaded, rebuild, state
 
@@ -26,7 +26,9 @@ __all__ = ["m2m_fields", "on_m2m_changed", "through_of"]
 
 
 def m2m_fields(model: type[models.Model]) -> list[models.ManyToManyField[Any, Any]]:
-    return [f for f in model._meta.many_to_many if isinstance(f, models.ManyToManyField)]
+    """The many-to-many relations of ``model`` that send ``m2m_changed`` (see
+    :func:`~indexnow_django.registry.is_many_to_many`: django-taggit's too)."""
+    return [f for f in model._meta.many_to_many if is_many_to_many(model, f)]
 
 
 def through_of(m2m: models.ManyToManyField[Any, Any]) -> type[models.Model]:

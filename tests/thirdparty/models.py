@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from taggit.managers import TaggableManager
 
 
 class Lesson(models.Model):
@@ -22,3 +23,16 @@ class Lesson(models.Model):
 
     def get_absolute_url(self) -> str:
         return f"/{self.section}/{self.slug}/"
+
+
+class Note(models.Model):
+    """Tagged with django-taggit; its page lists its tags, each with a page of its own."""
+
+    slug = models.SlugField()
+    tags = TaggableManager(blank=True)
+
+    def __str__(self) -> str:
+        return str(self.slug)
+
+    def get_absolute_url(self) -> str:
+        return f"/notes/{self.slug}/"
