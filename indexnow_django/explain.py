@@ -8,12 +8,14 @@ and the last deliveries from the history. It returns plain data (for
 ``manage.py indexnow_explain --json``), with a ``verdict``: the reasons, in
 order, that a save of the object now would send nothing, or that it would.
 
-A registration that exposes ``languages`` (a list of language codes) is asked
-for its URLs under each of them; otherwise under the current language.
+A registration is asked for its URLs in each language of its ``url_languages()``
+(every language on a site whose URLs are in ``i18n_patterns``, or its own
+``languages``); otherwise in the current language.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +25,7 @@ from django.db import models
 from django.utils import timezone, translation
 
 from .conf import IndexNowSettings
+from .languages import in_language
 from .masking import mask_key, mask_url
 from .normalize import InvalidURL, foreign_host_reason, host_of, normalize_url
 
@@ -126,13 +129,15 @@ def _coverage(
     public = bool(options.is_public(obj, now))
     languages: dict[str, list[str]] = {}
     for language in _languages(options):
-        with translation.override(language):
+        with in_language(obj, language) if language is not None else contextlib.nullcontext():
             if language is not None and not options.is_public(obj, now):
                 languages[language] = []
                 continue
-            languages[language or translation.get_language() or ""] = (
-                [str(url) for url in options.urls(obj)] if public else []
+            languages[language or ""] = (
+                [str(url) for url in options.urls(obj)] if public or language is not None else []
             )
+    # Public in some language (the reasons above are the current language's).
+    public = public or any(languages.values())
     return {
         "covered_by": covered_by,
         "public": public,
@@ -144,10 +149,12 @@ def _coverage(
 
 
 def _languages(options: Any) -> Sequence[str | None]:
-    """The languages a registration's URLs are asked under: its ``languages`` when it
-    gives a list, else the current language (``None``)."""
-    exposed = getattr(options, "languages", None)
-    if isinstance(exposed, (list, tuple)) and exposed:
+    """The languages a registration's URLs are asked under (its ``url_languages()``: every
+    language on a site with ``i18n_patterns``, see :mod:`.languages`), else the current
+    language (``None``)."""
+    url_languages = getattr(options, "url_languages", None)
+    exposed = url_languages() if callable(url_languages) else None
+    if exposed:
         return [str(code) for code in exposed]
     return [None]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
 
 import django_rq
 import pytest
@@ -174,3 +175,16 @@ def test_a_worker_sends_every_language_and_a_scheduled_publication_too(
     engine.wait_for_posts(1, timeout=60)
     assert posted(engine) == story_urls("w2")
     assert Story.objects.get(pk=later.pk).status == "published"
+
+
+def test_indexnow_explain_shows_the_urls_of_every_language(engine) -> None:
+    # Written in French and German; the command runs with English active.
+    obj = story(languages=("fr", "de"))
+    result = run_manage("indexnow_explain", "i18n_blog.Story", str(obj.pk), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["public"] is True
+    assert [(u["language"], u["url"]) for u in report["urls"]] == [
+        ("fr", f"{W}/fr/story/a0-fr/"),
+        ("de", f"{W}/de/story/a0-de/"),
+    ]
