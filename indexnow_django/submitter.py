@@ -216,25 +216,12 @@ def deliver_now(
                     held[engine.endpoint].urls.extend(claim.urls)
                     continue
                 if throttle.enabled:
-                    if slot is not None:
-                        delay, taken, slot = max(0.0, slot - time.time()), slot, None
-                    else:
-                        delay = throttle.take(engine)
-                        taken = time.time() + delay
-                    if delay > 0 and not wait:
+                    later = _throttle(throttle, engine, slot, wait, on_wait, batch_id)
+                    slot = None  # a slot carried over is for the first POST only
+                    if later is not None:
                         store.release(claim)
-                        held[engine.endpoint] = Deferred(engine, list(claim.urls), delay, taken)
+                        held[engine.endpoint] = Deferred(engine, list(claim.urls), *later)
                         continue
-                    if delay > 0:
-                        if on_wait is not None:
-                            on_wait(engine, delay)
-                        logger.info(
-                            "IndexNow throttle batch=%s engine=%s waits %.1fs",
-                            batch_id,
-                            engine.name,
-                            delay,
-                        )
-                        time.sleep(delay)
                 result = client.post(
                     engine, host, host_conf.key, claim.urls, host_conf.key_location
                 )
@@ -249,6 +236,37 @@ def deliver_now(
     for name, count in report.debounced.items():
         logger.info("IndexNow debounced batch=%s engine=%s count=%d", batch_id, name, count)
     return report
+
+
+def _throttle(
+    throttle: Throttle,
+    engine: Engine,
+    slot: float | None,
+    wait: bool,
+    on_wait: Callable[[Engine, float], None] | None,
+    batch_id: str,
+) -> tuple[float, float] | None:
+    """Hold the next POST to ``engine`` until the throttle admits it: ``None`` once it may
+    go (after sleeping, when ``wait``), else ``(delay, slot)`` to send it later."""
+    if slot is not None:
+        delay, taken = max(0.0, slot - time.time()), slot
+    else:
+        delay = throttle.take(engine)
+        taken = time.time() + delay
+    while True:
+        if delay > 0 and not wait:
+            return delay, taken
+        if delay > 0:
+            if on_wait is not None:
+                on_wait(engine, delay)
+            logger.info(
+                "IndexNow throttle batch=%s engine=%s waits %.1fs", batch_id, engine.name, delay
+            )
+            time.sleep(delay)
+        delay = throttle.admit(engine)
+        if delay <= 0:
+            return None
+        taken = time.time() + delay
 
 
 def _after_post(

@@ -10,6 +10,12 @@ just before. The sender then either waits (a command, a synchronous send: in
 its own process) or, in an rq worker, lets its job defer the POST to the slot
 through rq's scheduler, so that no worker sleeps (see :mod:`indexnow_django.jobs`).
 
+On Redis the POSTs sent in the last minute are also counted, at the slot: a
+sender that comes to its slot late (a deferred job runs when rq's scheduler,
+which looks once a second, finds it due) could otherwise send less than an
+interval before the next one, on time; then it waits again, so that no minute
+ever holds more than the budget.
+
 The slots live in the debounce cache (``DEBOUNCE["CACHE"]``): on Redis (Django's
 ``RedisCache``, django-redis) one server-side script call per POST takes a slot
 atomically, on the Redis server's clock. Through any other backend each slot is
@@ -26,6 +32,7 @@ import hashlib
 import logging
 import math
 import time
+import uuid
 
 from django.core.cache import BaseCache, caches
 
@@ -52,6 +59,23 @@ redis.call('SET', ARGV[1], at + interval, 'PX', at + interval - now + 60000)
 return at - now
 """
 
+# KEYS: none. ARGV: the engine's log key, the budget, the window (ms), a unique member.
+# The POSTs sent in the last window: admits one more (and logs it) when fewer than the
+# budget, returning 0; else the ms until the oldest leaves the window.
+_ADMIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local budget, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', ARGV[1], '-inf', now - window)
+if redis.call('ZCARD', ARGV[1]) < budget then
+    redis.call('ZADD', ARGV[1], now, ARGV[4])
+    redis.call('PEXPIRE', ARGV[1], window + 1000)
+    return 0
+end
+local oldest = redis.call('ZRANGE', ARGV[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now + 1)
+"""
+
 
 class Throttle:
     """The slots of each engine; see the module. ``per_minute`` ``None``: no limit."""
@@ -75,7 +99,7 @@ class Throttle:
         """Take ``engine``'s next slot; return the seconds until it starts (0: now)."""
         if not self.enabled:
             return 0.0
-        key = KEY_PREFIX + hashlib.blake2s(engine.endpoint.encode(), digest_size=8).hexdigest()
+        key = self._key(engine)
         try:
             cache = caches[self.cache_alias]
             target = redis_cache_client(cache)
@@ -93,6 +117,39 @@ class Throttle:
                 engine.name,
             )
             return 0.0
+
+    def admit(self, engine: Engine) -> float:
+        """At the POST's slot: 0 when fewer than the budget went out in the last minute
+        (the POST is counted), else the seconds until one leaves that minute.
+
+        The slots space POSTs; this keeps the count exact when a sender comes late to
+        its slot (a deferred job that rq's scheduler, polling once a second, ran a
+        moment after it) and the next one is on time. Redis only: through the cache
+        API the slots alone decide.
+        """
+        if not self.enabled:
+            return 0.0
+        try:
+            target = redis_cache_client(caches[self.cache_alias])
+            if target is None:
+                return 0.0
+            client, make_key = target
+            key = make_key(self._key(engine) + ":sent")
+            waited = client.eval(_ADMIT, 0, key, self.per_minute, 60_000, uuid.uuid4().hex)
+            return max(0.0, int(waited) / 1000)
+        except Exception as exc:
+            logger.warning(
+                "IndexNow throttle cache %r unavailable (%s: %s): engine=%s sent unthrottled",
+                self.cache_alias,
+                type(exc).__name__,
+                exc,
+                engine.name,
+            )
+            return 0.0
+
+    @staticmethod
+    def _key(engine: Engine) -> str:
+        return KEY_PREFIX + hashlib.blake2s(engine.endpoint.encode(), digest_size=8).hexdigest()
 
     def _take_through_cache_api(self, cache: BaseCache, key: str) -> float:
         interval = self.interval

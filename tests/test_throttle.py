@@ -145,3 +145,15 @@ def test_three_workers_keep_to_the_budget_and_defer_jobs_instead_of_sleeping(
     output = "".join(worker.output() for worker in workers)
     assert "IndexNow throttled batch=" in output
     assert "(THROTTLE['MAX_REQUESTS_PER_MINUTE'] is 60)" in output
+
+
+def test_no_minute_holds_more_than_the_budget_even_for_a_late_sender() -> None:
+    """Two POSTs a minute: a third, whatever slot it holds, waits for the first to leave."""
+    engine = Engine("e", "http://127.0.0.1:9/late")
+    throttle = Throttle("shared", 2)
+
+    assert throttle.admit(engine) == 0
+    assert throttle.admit(engine) == 0
+    assert 59 <= throttle.admit(engine) <= 60.01
+    # The cache API has no count: its slots alone decide.
+    assert Throttle("default", 2).admit(engine) == 0
