@@ -15,6 +15,7 @@ _WAGTAIL_APPS = [
     "wagtail.users",
     "wagtail.admin",
     "wagtail",
+    "wagtail.locales",
     "indexnow_django.contrib.wagtail",
     "tests.wagtail_site.pages",
 ]
@@ -25,12 +26,20 @@ INSTALLED_APPS = [
 
 _ADMIN_MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
 MIDDLEWARE = [*[m for m in _ADMIN_MIDDLEWARE if m not in MIDDLEWARE], *MIDDLEWARE]
 
 ROOT_URLCONF = "tests.wagtail_site.urls"
+
+# Two locales: French pages are translations of the English ones, served under /fr/
+# (i18n_patterns in the URLconf; English keeps its URLs without a prefix).
+USE_I18N = True
+LANGUAGE_CODE = "en"
+LANGUAGES = WAGTAIL_CONTENT_LANGUAGES = [("en", "English"), ("fr", "French")]
+WAGTAIL_I18N_ENABLED = True
 WAGTAIL_SITE_NAME = "IndexNow test site"
 WAGTAILADMIN_BASE_URL = "https://www.example.com"
 WAGTAILADMIN_COMMENTS_ENABLED = False

@@ -1,3 +1,4 @@
+from django.conf.urls.i18n import i18n_patterns
 from django.urls import include, path
 from wagtail import urls as wagtail_urls
 from wagtail.admin import urls as wagtailadmin_urls
@@ -5,5 +6,5 @@ from wagtail.admin import urls as wagtailadmin_urls
 urlpatterns = [
     path("admin/", include(wagtailadmin_urls)),
     path("", include("indexnow_django.urls")),
-    path("", include(wagtail_urls)),
+    *i18n_patterns(path("", include(wagtail_urls)), prefix_default_language=False),
 ]
