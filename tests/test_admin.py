@@ -3,6 +3,7 @@ its filters, search and chart, the detail, "Send again", "Submit URLs", and the 
 
 from __future__ import annotations
 
+import datetime
 import re
 from datetime import timedelta
 
@@ -102,6 +103,17 @@ def test_the_list_shows_real_deliveries_newest_first(client, engine, history_on)
     assert listed(page) == [second.pk, first.pk, older.pk]
     html = page.content.decode()
     assert "batchtwo" in html and "rejected" in html and "422" in html
+
+
+def test_the_list_shows_a_retrys_status_and_attempt_with_its_outcome(client, settings):
+    settings.TIME_ZONE = "UTC"
+    record = make_delivery(outcome="retry", status=503, attempt=2)
+    staff(client, "indexnow.view_delivery")
+    html = client.get(LIST).content.decode()
+    assert "retry</span> <span>503, attempt 2</span>" in html
+    when = record.sent_at.astimezone(datetime.timezone.utc)
+    assert f'<time datetime="{when.isoformat()}"' in html
+    assert f">{when:%b} {when.day}, {when:%H:%M:%S}</time>" in html
 
 
 @pytest.mark.parametrize(
