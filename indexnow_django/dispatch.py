@@ -24,6 +24,12 @@ network I/O on the request path except the one enqueue:
 
 When Redis cannot take the job, the URLs are sent as in ``sync`` and the
 fallback is logged: the request still succeeds and the URLs are not lost.
+After an enqueue timed out, the flushes of the next :data:`~indexnow_django.breaker.WINDOW`
+seconds skip the enqueue (:mod:`indexnow_django.breaker`), so a frozen Redis
+costs one flush its timeout, not every one. The flush whose enqueue timed out
+is kept in the database rather than sent from here: Redis may still take its
+job when it answers again, and the job and the kept row are sent once between
+them.
 What that send does not get accepted for a reason that may pass (429, 5xx, a
 timeout) is kept in the database until a worker can send it
 (:mod:`indexnow_django.pending`).
@@ -51,10 +57,13 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from . import compat, signals
+from .breaker import guard
 from .conf import IndexNowSettings, get_settings, is_enabled
 from .jobs import rejection_hint
-from .pending import keep
+from .pending import ENQUEUE_TIMED_OUT, keep
 from .queue import enqueue_delivery, get_queue, new_batch_id
 from .submitter import DeliveryReport, clean_urls, deliver_now, gone_urls
 
@@ -184,15 +193,36 @@ def _to_queue(flush: _Flush, response: HttpResponseBase | None) -> None:
     urls, batch_id, conf = flush.urls, flush.batch_id, flush.conf
     try:
         queue = get_queue(conf)
-        job = enqueue_delivery(
-            queue,
-            urls,
-            gone=flush.gone,
-            batch_id=batch_id,
-            force=flush.force,
-            delay=conf.queue_delay,
-            conf=conf,
-        )
+        with guard(queue.connection):
+            job = enqueue_delivery(
+                queue,
+                urls,
+                gone=flush.gone,
+                batch_id=batch_id,
+                force=flush.force,
+                delay=conf.queue_delay,
+                conf=conf,
+            )
+    except RedisTimeoutError as exc:
+        # Redis may still take the job when it answers again: sending the URLs from here
+        # too would send them twice. Kept in the database instead, for a worker; whichever
+        # of that and the job runs first sends them (see queue.first_run_of_batch).
+        reason = f"{ENQUEUE_TIMED_OUT} ({type(exc).__name__}: {exc})"
+        if keep(
+            urls, gone=flush.gone, batch_id=batch_id, engines=None, force=flush.force, reason=reason
+        ):
+            logger.warning(
+                "IndexNow flush batch=%s mode=kept count=%d when=%s: queue %r timed out (%s); "
+                "the job may still reach Redis: kept in the database for a worker, sent once",
+                batch_id,
+                len(urls),
+                flush.when,
+                conf.queue_name,
+                exc,
+            )
+            return
+        _send_in_process(flush, response)
+        return
     except Exception as exc:  # Redis down, or anything else: never lose the URLs
         logger.warning(
             "IndexNow flush batch=%s mode=fallback count=%d when=%s: queue %r cannot take the "

@@ -40,6 +40,7 @@ from .queue import (
     META_FAILED_AT,
     enqueue_delivery,
     fail_job,
+    first_run_of_batch,
     get_queue,
     heartbeat,
     is_delivery,
@@ -92,6 +93,30 @@ def deliver(
         attempt = 1
         del job.meta[META_FAILED_AT]
         job.save_meta()  # type: ignore[no-untyped-call]
+    elif (
+        job is not None
+        and attempt == 1
+        and engines is None
+        and get_queue(conf).is_async
+        and not first_run_of_batch(job, batch_id)
+    ):
+        # A flush whose enqueue timed out: its twin (the job that reached Redis late,
+        # or the one made of the row kept in the database) has sent it.
+        logger.warning(
+            "IndexNow skipped batch=%s job=%s count=%d: another job of the batch ran (its "
+            "enqueue had timed out, and it was kept in the database too)",
+            batch_id,
+            job.id,
+            len(urls),
+        )
+        return {
+            "batch_id": batch_id,
+            "attempt": attempt,
+            "accepted": 0,
+            "debounced": 0,
+            "retry_jobs": [],
+            "skipped": "twin ran",
+        }
     # A worker never sleeps for the throttle: POSTs it holds back become later jobs.
     can_defer = job is not None and get_queue(conf).is_async
     with _alive_while_sending(job, conf):

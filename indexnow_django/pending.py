@@ -29,10 +29,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PendingSubmission", "enqueue_pending", "keep"]
+__all__ = ["ENQUEUE_TIMED_OUT", "PendingSubmission", "enqueue_pending", "keep"]
 
 #: Rows turned into jobs per look: a long outage's backlog drains in slices.
 DRAIN_SLICE = 100
+
+#: The reason of a row kept because the enqueue of its flush timed out: Redis may
+#: still have taken the job, and only one of the two is sent.
+ENQUEUE_TIMED_OUT = "the enqueue timed out"
 
 
 class PendingSubmission(models.Model):
@@ -83,15 +87,15 @@ def keep(
     engines: Sequence[str] | None,
     force: bool,
     reason: str,
-) -> None:
+) -> bool:
     """Keep ``urls`` (for ``engines``, or every engine) until a worker can send them.
 
-    ``gone``: those of ``urls`` whose page is gone.
+    ``gone``: those of ``urls`` whose page is gone. Returns whether they were kept.
 
     Never raises: a database that cannot take them is logged, with the URLs.
     """
     if not urls:
-        return
+        return True
     kept = set(urls)
     try:
         PendingSubmission.objects.create(
@@ -109,7 +113,7 @@ def keep(
             len(urls),
             " ".join(urls[:20]),
         )
-        return
+        return False
     logger.warning(
         "IndexNow kept batch=%s count=%d engines=%s in the database: a worker sends them once "
         "the queue takes jobs again (%s)",
@@ -118,6 +122,7 @@ def keep(
         ",".join(engines) if engines else "all",
         reason,
     )
+    return True
 
 
 def enqueue_pending(queue: Queue, conf: IndexNowSettings) -> list[str]:
@@ -127,7 +132,7 @@ def enqueue_pending(queue: Queue, conf: IndexNowSettings) -> list[str]:
     same transaction, so that two workers never both enqueue it and a Redis
     that fails again leaves it in place. Raises on database or Redis errors.
     """
-    from .queue import enqueue_delivery
+    from .queue import batch_has_run, enqueue_delivery
 
     job_ids: list[str] = []
     for pk in PendingSubmission.objects.values_list("pk", flat=True)[:DRAIN_SLICE]:
@@ -135,6 +140,12 @@ def enqueue_pending(queue: Queue, conf: IndexNowSettings) -> list[str]:
             row = PendingSubmission.objects.filter(pk=pk).first()
             if row is None or not PendingSubmission.objects.filter(pk=pk).delete()[0]:
                 continue  # taken by another worker
+            if row.reason.startswith(ENQUEUE_TIMED_OUT) and batch_has_run(queue, row.batch_id):
+                logger.info(
+                    "IndexNow kept batch=%s dropped: its job reached Redis after all and ran",
+                    row.batch_id,
+                )
+                continue
             job = enqueue_delivery(
                 queue,
                 row.url_list,

@@ -55,11 +55,13 @@ __all__ = [
     "META_BATCH_ID",
     "META_FAILED_AT",
     "REDIS_TIMEOUT",
+    "batch_has_run",
     "connection",
     "due_at",
     "enqueue_delivery",
     "fail_job",
     "failure_ttl",
+    "first_run_of_batch",
     "get_queue",
     "heartbeat",
     "is_delivery",
@@ -264,6 +266,45 @@ def schedule_once(
     except DuplicateJobError:
         return None
     return job
+
+
+#: Seconds the mark of a batch's first run is kept: its twin (below) runs within
+#: minutes of it, once Redis answers again.
+BATCH_RUN_TTL = 3600
+
+
+def _batch_run_key(batch_id: str) -> str:
+    return f"indexnow:batch-ran:{batch_id}"
+
+
+def first_run_of_batch(job: Job, batch_id: str) -> bool:
+    """Mark the first delivery of ``batch_id`` as run by ``job``: ``False`` if another job
+    of the batch has run already.
+
+    A flush whose enqueue timed out is kept in the database, and Redis may
+    still take its job when it answers again: the job and the one a worker
+    makes of the kept row are twins, the first attempt of one batch, and only
+    the first of them to run sends. Never raises: a mark that cannot be made
+    lets the job send.
+    """
+    try:
+        key = _batch_run_key(batch_id)
+        if job.connection.set(key, job.id, nx=True, ex=BATCH_RUN_TTL):
+            return True
+        holder = job.connection.get(key)
+    except Exception as exc:
+        logger.warning(
+            "IndexNow could not mark batch=%s as run (%s: %s)", batch_id, type(exc).__name__, exc
+        )
+        return True
+    if isinstance(holder, bytes):
+        holder = holder.decode()
+    return holder is None or holder == job.id
+
+
+def batch_has_run(queue: Queue, batch_id: str) -> bool:
+    """Whether a job of ``batch_id`` has made its first run (see :func:`first_run_of_batch`)."""
+    return bool(queue.connection.exists(_batch_run_key(batch_id)))
 
 
 def _heartbeat_key(job_id: str) -> str:

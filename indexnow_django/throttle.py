@@ -36,6 +36,7 @@ import uuid
 
 from django.core.cache import BaseCache, caches
 
+from .breaker import guard
 from .client import Engine
 from .compat import redis_cache_client
 
@@ -105,7 +106,8 @@ class Throttle:
             target = redis_cache_client(cache)
             if target is not None:
                 client, make_key = target
-                waited = client.eval(_TAKE_SLOT, 0, make_key(key), round(self.interval * 1000))
+                with guard(client):  # a Redis that timed out is skipped for a while
+                    waited = client.eval(_TAKE_SLOT, 0, make_key(key), round(self.interval * 1000))
                 return max(0.0, int(waited) / 1000)
             return self._take_through_cache_api(cache, key)
         except Exception as exc:

@@ -17,7 +17,7 @@ import redis
 from django.core.cache import caches
 from django.test import override_settings
 
-from indexnow_django import conf
+from indexnow_django import breaker, conf
 from indexnow_django.testing import LoopbackEngine
 from tests import services
 
@@ -47,8 +47,10 @@ def _fresh_state() -> Iterator[None]:
     for alias in ("default", "shared"):
         caches[alias].clear()
     conf.clear_cache()
+    breaker.reset()
     yield
     conf.clear_cache()
+    breaker.reset()
 
 
 @pytest.fixture

@@ -120,8 +120,6 @@ CACHES = {
 RQ_QUEUES = {
     "default": {"URL": f"{REDIS_URL}/0", "DEFAULT_TIMEOUT": 60},
 }
-# A worker of a test whose queue lives elsewhere (a Sentinel's master): JSON.
-RQ_QUEUES.update(json.loads(os.environ.get("INDEXNOW_TEST_RQ_QUEUES", "{}")))
 
 RQ = {
     "WORKER_CLASS": "indexnow_django.worker.Worker",
@@ -151,3 +149,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"indexnow_django": {"handlers": ["console"], "level": "INFO"}},
 }
+
+# The processes of a test whose Redis or middleware differ (a worker on a Sentinel's
+# master, servers on a Redis the test freezes): top-level settings as JSON, a dict
+# merged over the one above, anything else in its place.
+for _name, _value in json.loads(os.environ.get("INDEXNOW_TEST_SETTINGS", "{}")).items():
+    _current = globals().get(_name)
+    globals()[_name] = {**_current, **_value} if isinstance(_current, dict) else _value

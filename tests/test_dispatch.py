@@ -349,21 +349,36 @@ def test_manage_py_check_shows_the_warning(indexnow_settings):
 
 
 @pytest.mark.slow
-def test_a_redis_that_never_answers_does_not_hold_the_request(
+@pytest.mark.django_db
+def test_a_redis_that_never_answers_costs_one_flush_its_timeout(
     indexnow_settings, engine, caplog, silent_redis
 ):
     """A host that accepts connections and then says nothing (a dropped network, a hung
-    Redis): the flush gives up after the Redis timeout and sends in-process."""
+    Redis): the flush gives up after the Redis timeout and keeps its URLs for a worker
+    (Redis may still take the job); the next flushes skip the enqueue and send at once."""
+    from indexnow_django import breaker
     from indexnow_django import queue as queue_module
+    from indexnow_django.pending import ENQUEUE_TIMED_OUT, PendingSubmission
 
     indexnow_settings(DISPATCH="queue")
     with override_settings(RQ_QUEUES={"default": {"URL": f"redis://127.0.0.1:{silent_redis}/0"}}):
         started = time.monotonic()
         dispatch(["/a/"])
-        elapsed = time.monotonic() - started
-    assert elapsed < queue_module.REDIS_TIMEOUT * 3
-    assert engine.posted_urls() == [A]
-    assert any("mode=fallback" in r.getMessage() for r in caplog.records)
+        first = time.monotonic() - started
+        started = time.monotonic()
+        dispatch(["/b/"])
+        second = time.monotonic() - started
+
+    assert first < queue_module.REDIS_TIMEOUT * 3
+    [kept] = PendingSubmission.objects.all()
+    assert kept.url_list == [A]
+    assert kept.reason.startswith(ENQUEUE_TIMED_OUT)
+    assert any("mode=kept" in r.getMessage() for r in caplog.records)
+    # The breaker: straight to the fallback, without waiting for Redis.
+    assert second < 0.5
+    assert engine.posted_urls() == [B]
+    [fallback] = [r.getMessage() for r in caplog.records if "mode=fallback" in r.getMessage()]
+    assert f"skipped for {breaker.WINDOW:g}s after a timeout" in fallback
 
 
 def test_flushes_share_one_redis_client(indexnow_settings, redis_conn):
@@ -409,10 +424,13 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
     wsgi_server, client, private_redis, indexnow_settings, engine, settings
 ):
     """The queue and the debounce cache on one Redis, frozen with SIGSTOP: a request that
-    saves a post answers once the enqueue gave up, and the send after the response (the
-    fallback, whose debounce calls go to the frozen Redis too) ends within the bound."""
+    saves a post answers at once (its flush runs after the response); the flush's enqueue
+    gives up after the timeout and keeps the URL for a worker (Redis may still take the
+    job). The next flush skips the frozen Redis altogether: its enqueue and its debounce
+    calls (the breaker), and is sent at once."""
     import requests
 
+    from indexnow_django.pending import PendingSubmission
     from indexnow_django.queue import REDIS_TIMEOUT
     from tests.testapp.models import Post
 
@@ -437,12 +455,15 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
 
     private_redis.freeze()
     try:
-        # A real server: the answer goes out before the send after the response.
+        # A real server: the answer goes out before the flush.
         started = time.monotonic()
         response = requests.get(server + path, timeout=30)
         answered = time.monotonic() - started
-        assert [p.urls for p in engine.wait_for_posts(1, timeout=30)] == [[HELLO]]
-        # Django's test client closes the response (and so runs that send) before returning.
+        deadline = time.monotonic() + 3 * REDIS_TIMEOUT + 5
+        while not PendingSubmission.objects.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [kept] = PendingSubmission.objects.all()
+        # Django's test client closes the response (and so runs the flush) before returning.
         started = time.monotonic()
         test_client_response = client.get(path)
         everything = time.monotonic() - started
@@ -451,9 +472,186 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
 
     assert response.status_code == test_client_response.status_code == 200
     assert answered < REDIS_TIMEOUT + 1.0
-    assert [p.urls for p in engine.posts] == [[HELLO], [HELLO]]
-    # The enqueue, the debounce claim and its record each give up after the timeout.
-    assert everything < 3 * REDIS_TIMEOUT + 1.5
+    assert kept.url_list == [HELLO]
+    assert everything < 1.0
+    assert [p.urls for p in engine.posts] == [[HELLO]]
 
 
 HELLO = "https://www.example.com/posts/hello/"
+
+
+# A frozen Redis under load --------------------------------------------------------
+
+#: Concurrent clients, and the saves each makes per phase (Redis up, Redis frozen).
+CLIENTS = 12
+SAVES = 40
+#: Synchronous server processes (as gunicorn's sync workers): each serves one request
+#: at a time and runs its flush after the answer went out, before the next request.
+SERVERS = 4
+
+
+@pytest.fixture
+def sync_servers(tmp_path) -> Iterator[Callable[[dict[str, str]], list[str]]]:
+    """Start ``SERVERS`` processes of ``manage.py runserver --nothreading`` with the given
+    environment; returns their URLs. Stopped after the test."""
+    import subprocess
+    import sys
+
+    import requests
+
+    from tests.services import ROOT, django_env
+
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(env: dict[str, str]) -> list[str]:
+        urls = []
+        for number in range(SERVERS):
+            port = free_port()
+            with (tmp_path / f"server-{number}.log").open("wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "django",
+                            "runserver",
+                            f"127.0.0.1:{port}",
+                            "--noreload",
+                            "--nothreading",
+                            "--skip-checks",
+                        ],
+                        cwd=ROOT,
+                        env=django_env(**env),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+            urls.append(f"http://127.0.0.1:{port}")
+        for url in urls:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    requests.get(f"{url}/test-key-0123456789.txt", timeout=2)
+                    break
+                except requests.ConnectionError:
+                    assert time.monotonic() < deadline, f"{url} did not answer"
+                    time.sleep(0.1)
+        return urls
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(10)
+        except Exception:
+            proc.kill()
+
+
+def _p95(durations: list[float]) -> float:
+    ordered = sorted(durations)
+    return ordered[max(0, int(len(ordered) * 0.95) - 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_frozen_redis_under_concurrent_saves_answers_in_normal_time_and_sends_once(
+    private_redis, engine, start_worker, indexnow_settings, settings, sync_servers, capsys
+):
+    """12 clients save posts against synchronous server processes while the queue's and
+    the debounce cache's Redis is frozen (SIGSTOP): after one timeout per process the
+    flushes skip that Redis, so the answers take their usual time; after SIGCONT every
+    URL has been sent exactly once (an enqueue that timed out, then ran, is not sent
+    again beside the URLs kept for it)."""
+    import json
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    import redis
+    import requests
+
+    from indexnow_django.pending import PendingSubmission
+    from tests.testapp.models import Post
+
+    queues = {"default": {"URL": f"{private_redis.url}/0"}}
+    caches = {
+        "frozen": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"{private_redis.url}/1",
+        }
+    }
+    middleware = ["django.middleware.common.CommonMiddleware", *settings.MIDDLEWARE]
+    settings.RQ_QUEUES = queues
+    settings.CACHES = {**settings.CACHES, **caches}
+    overrides = {"DISPATCH": "queue", "DEBOUNCE": {"CACHE": "frozen", "TTL": 600}}
+    indexnow_settings(**overrides)
+    both = {"RQ_QUEUES": queues, "CACHES": caches}
+    conn = redis.Redis.from_url(f"{private_redis.url}/0")
+    start_worker(
+        overrides,
+        extra_env={"INDEXNOW_TEST_SETTINGS": json.dumps(both), "INDEXNOW_SWEEP_EVERY": "2"},
+        conn=conn,
+    )
+    servers = sync_servers(
+        {
+            "INDEXNOW_TEST_OVERRIDES": json.dumps(overrides),
+            "INDEXNOW_TEST_SETTINGS": json.dumps({**both, "MIDDLEWARE": middleware}),
+        }
+    )
+    posts = Post.objects.bulk_create(
+        Post(title=f"Post {n}", slug=f"post-{n}", status=Post.PUBLISHED)
+        for n in range(2 * CLIENTS * SAVES)
+    )
+    up, frozen = posts[: CLIENTS * SAVES], posts[CLIENTS * SAVES :]
+
+    def phase(batch: list[Post]) -> list[float]:
+        def client(number: int) -> list[float]:
+            server = servers[number % SERVERS]
+            took = []
+            for post in batch[number::CLIENTS]:
+                started = time.monotonic()
+                assert requests.get(f"{server}/posts/{post.pk}/save/", timeout=60).ok
+                took.append(time.monotonic() - started)
+            return took
+
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            return [d for durations in pool.map(client, range(CLIENTS)) for d in durations]
+
+    def sent(batch: list[Post], timeout: float) -> list[str]:
+        wanted = {f"https://www.example.com/posts/{post.slug}/" for post in batch}
+        deadline = time.monotonic() + timeout
+        while not wanted <= set(engine.posted_urls()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return sorted(wanted - set(engine.posted_urls()))
+
+    with_redis = phase(up)
+    assert sent(up, 60) == []
+
+    private_redis.freeze()
+    try:
+        without_redis = phase(frozen)
+    finally:
+        private_redis.thaw()
+    assert sent(frozen, 90) == []
+    # Whatever is still to run (a twin of a kept flush) runs now.
+    deadline = time.monotonic() + 30
+    while (conn.llen("rq:queue:default") or PendingSubmission.objects.exists()) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    time.sleep(3)
+
+    urls = engine.posted_urls()
+    twice = sorted({url for url in urls if urls.count(url) > 1})
+    assert twice == []
+    assert len(urls) == len(posts)
+    assert _p95(without_redis) <= _p95(with_redis) + 0.5, (
+        f"slowest with Redis up: {sorted(with_redis)[-30:]}, frozen: {sorted(without_redis)[-30:]}"
+    )
+    with capsys.disabled():  # the figures, for whoever runs it with -s
+        sys.stdout.write(
+            f"\n{len(with_redis)} saves with Redis up: p95 {_p95(with_redis):.3f}s, max "
+            f"{max(with_redis):.3f}s; {len(without_redis)} with Redis frozen: p95 "
+            f"{_p95(without_redis):.3f}s, max {max(without_redis):.3f}s\n"
+        )

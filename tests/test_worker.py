@@ -284,7 +284,7 @@ def test_a_sentinel_failover_while_a_job_runs_leaves_the_worker_and_its_retries_
     new_master = redis.Redis(port=sentinel_group.replica.port)
     worker = start_worker(
         overrides,
-        extra_env={"INDEXNOW_TEST_RQ_QUEUES": json.dumps({"default": queue_config})},
+        extra_env={"INDEXNOW_TEST_SETTINGS": json.dumps({"RQ_QUEUES": {"default": queue_config}})},
         conn=master,
     )
     retry_after = 8

@@ -5,7 +5,7 @@ holder of a claim in the way is still alive, and which layout the cache takes:
 :mod:`.redis_store` on Django's Redis cache or django-redis,
 :mod:`.cache_store` on any other. It never stops a send: when the cache cannot
 be reached every URL is sent as if nothing had been sent before, and a warning
-says so.
+says so. A Redis that timed out is skipped for a while (:mod:`indexnow_django.breaker`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from django.core.cache import BaseCache, caches
 
+from ..breaker import guard
 from ..client import Engine
 from ..compat import redis_cache_client
 from .cache_store import claim_through_cache_api, settle_through_cache_api
@@ -131,19 +132,20 @@ class DebounceStore:
                 alive=self._alive,
             )
         client, make_key = target
-        return claim_on_redis(
-            client,
-            make_key(engine_prefix(engine)),
-            engine,
-            urls,
-            gone,
-            mode=mode,
-            holder=holder,
-            now=now,
-            ttl=self.ttl,
-            claim_ttl=self.claim_ttl,
-            alive=self._alive,
-        )
+        with guard(client):
+            return claim_on_redis(
+                client,
+                make_key(engine_prefix(engine)),
+                engine,
+                urls,
+                gone,
+                mode=mode,
+                holder=holder,
+                now=now,
+                ttl=self.ttl,
+                claim_ttl=self.claim_ttl,
+                alive=self._alive,
+            )
 
     def _settle(self, claim: Claim, *, accepted: bool) -> None:
         if not self.enabled or not claim.handles:
@@ -159,7 +161,8 @@ class DebounceStore:
                 return
             client, make_key = target
             prefix = make_key(engine_prefix(claim.engine))
-            settle_on_redis(client, prefix, claim, accepted=accepted, now=now, ttl=self.ttl)
+            with guard(client):
+                settle_on_redis(client, prefix, claim, accepted=accepted, now=now, ttl=self.ttl)
         except Exception as exc:
             self._unavailable(
                 "record" if accepted else "release", claim.engine, len(claim.urls), exc
