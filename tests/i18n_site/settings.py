@@ -5,7 +5,7 @@ admin, as it asks) and django-parler."""
 from __future__ import annotations
 
 from tests.settings import *  # noqa: F403
-from tests.settings import INDEXNOW, INSTALLED_APPS, MIDDLEWARE
+from tests.settings import INDEXNOW, INSTALLED_APPS, MIDDLEWARE, SITE_ID
 
 INSTALLED_APPS = [
     "modeltranslation",
@@ -30,7 +30,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # language once its title there is written.
 MODELTRANSLATION_ENABLE_FALLBACKS = False
 PARLER_LANGUAGES = {
-    None: ({"code": "en"}, {"code": "fr"}, {"code": "de"}),
+    SITE_ID: ({"code": "en"}, {"code": "fr"}, {"code": "de"}),
     "default": {"fallbacks": ["en"], "hide_untranslated": False},
 }
 

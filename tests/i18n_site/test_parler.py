@@ -1,0 +1,92 @@
+"""A site translated with django-parler, its URLs in ``i18n_patterns``: the object is
+asked in each language (switched to it), whoever saves in whatever language."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from tests.i18n_site.blog.models import Article
+from tests.i18n_site.fixtures import LANGUAGES, W, posted, run_manage, speaking
+
+
+def article(status: str = "published", languages: tuple[str, ...] = ("en", "fr")) -> Article:
+    """An article translated into ``languages`` (slug ``b0-<language>``), saved by code."""
+    obj = Article(status=status)
+    for language in languages:
+        obj.set_current_language(language)
+        obj.title = f"b0 {language}"
+        obj.slug = f"b0-{language}"
+    obj.save()
+    return Article.objects.get(pk=obj.pk)
+
+
+def urls(*languages: str) -> list[str]:
+    return sorted(f"{W}/{language}/article/b0-{language}/" for language in languages)
+
+
+def change(obj: Article, tab: str) -> str:
+    """The admin's change page of ``obj``, on the tab of the language ``tab``."""
+    return reverse("admin:i18n_blog_article_change", args=[obj.pk]) + f"?language={tab}"
+
+
+def form(obj: Article, tab: str, **changes: str) -> dict[str, str]:
+    """The change form of ``obj``'s ``tab`` translation as the admin posts it."""
+    translation = obj.get_translation(tab) if obj.has_translation(tab) else None
+    data = {"status": obj.status}
+    for field in ("title", "slug", "body"):
+        data[field] = getattr(translation, field, "") if translation is not None else ""
+    data.update(changes)
+    return data
+
+
+def test_saved_by_code_in_any_language(engine) -> None:
+    article(languages=("de", "fr"))
+    assert posted(engine) == urls("de", "fr")
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_publishing_in_the_admin_sends_every_translated_language(admin, engine, language) -> None:
+    draft = article("draft")
+    assert engine.posts == []
+    response = speaking(admin, language).post(
+        change(draft, "fr"), form(draft, "fr", status="published")
+    )
+    assert response.status_code == 302, response.content[:2000]
+    # German has no translation: is_published() (has_translation()) is false there.
+    assert posted(engine) == urls("en", "fr")
+
+
+def test_a_translation_added_in_the_admin_is_sent_with_the_others(admin, engine) -> None:
+    obj = article()
+    engine.reset()
+    response = speaking(admin, "en").post(
+        change(obj, "de"), form(obj, "de", title="b0 de", slug="b0-de")
+    )
+    assert response.status_code == 302, response.content[:2000]
+    assert posted(engine) == urls("en", "fr", "de")
+
+
+def test_unpublishing_from_a_command_sends_every_language(engine) -> None:
+    obj = article(languages=LANGUAGES)
+    engine.reset()
+    result = run_manage(
+        "shell",
+        "-c",
+        "from tests.i18n_site.blog.models import Article\n"
+        f"a = Article.objects.get(pk={obj.pk}); a.status = 'draft'; a.save()",
+    )
+    assert result.returncode == 0, result.stderr
+    assert posted(engine) == urls(*LANGUAGES)
+
+
+def test_indexnow_submit_model_sends_every_translated_language(engine) -> None:
+    article(languages=("fr", "de"))
+    engine.reset()
+    out = io.StringIO()
+    call_command("indexnow_submit", "--model", "i18n_blog.Article", stdout=out)
+    assert "2 accepted" in out.getvalue(), out.getvalue()
+    assert posted(engine) == urls("fr", "de")
