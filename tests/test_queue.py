@@ -30,6 +30,23 @@ def test_a_shorter_timeout_gives_up_sooner_and_clients_are_shared(silent_redis):
         assert time.monotonic() - started < 0.3 * 4  # redis-py may retry a few times
 
 
+@pytest.mark.parametrize(("variable", "lasts"), [(None, 15), ("2", 2)])
+def test_a_heartbeat_lasts_what_the_environment_says(
+    indexnow_settings, redis_conn, monkeypatch, variable, lasts
+):
+    """``INDEXNOW_HEARTBEAT_TTL`` (the test suite's) shortens a delivery job's heartbeat."""
+    if variable is None:
+        monkeypatch.delenv("INDEXNOW_HEARTBEAT_TTL", raising=False)
+    else:
+        monkeypatch.setenv("INDEXNOW_HEARTBEAT_TTL", variable)
+    indexnow_settings(DISPATCH="queue")
+    dispatch(["/a/"])
+    job = only_queued_job(redis_conn)
+    with rq_plumbing.heartbeat(job):
+        assert 0 < redis_conn.ttl(f"indexnow:heartbeat:{job.id}") <= lasts
+        assert redis_conn.ttl(f"indexnow:heartbeat:{job.id}") > lasts - 2
+
+
 def test_every_job_gets_the_timeout_rounded_up_and_the_failure_ttl(indexnow_settings, redis_conn):
     indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 1.5, "FAILURE_TTL": 3600})
     dispatch(["/a/"])

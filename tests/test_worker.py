@@ -173,6 +173,24 @@ def test_the_line_users_add():
     )
 
 
+@pytest.mark.parametrize(
+    ("value", "sweep", "heartbeat"),
+    [(None, 10, 15), ("2", 2, 2), (" 3 ", 3, 3), ("0", 10, 15), ("1.5", 10, 15), ("²", 10, 15)],
+)
+def test_the_intervals_a_test_may_shorten(monkeypatch, value, sweep, heartbeat):
+    """``INDEXNOW_SWEEP_EVERY`` and ``INDEXNOW_HEARTBEAT_TTL`` take whole seconds; anything
+    else leaves the defaults."""
+    from indexnow_django import queue
+
+    for name in ("INDEXNOW_SWEEP_EVERY", "INDEXNOW_HEARTBEAT_TTL"):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert worker_module.sweep_every() == sweep
+    assert queue.heartbeat_ttl() == heartbeat
+
+
 @pytest.mark.worker
 def test_a_scheduler_process_that_died_is_started_again_and_retries_run(
     engine, indexnow_settings, start_worker, redis_conn
