@@ -38,6 +38,9 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
   command (``manage.py``, ``call_command``), and Django sends no signal when
   a command starts or ends: it is wrapped once, the one change this package
   makes to a class it does not own;
+* :func:`parler_translations`: django-parler's ``_parler_meta`` on a
+  ``TranslatableModel``, which names its translation relations and their
+  fields;
 * :func:`wagtail_site_request`: Wagtail's per-request cache of site root
   paths (``request._wagtail_cached_site_root_paths``), through which a page
   gives its URL on one given site.
@@ -68,6 +71,7 @@ __all__ = [
     "can_run_after_response",
     "keep_state",
     "kept_state",
+    "parler_translations",
     "redis_cache_client",
     "run_after_response",
     "run_commands_in",
@@ -357,3 +361,12 @@ def admin_markup() -> dict[str, bool]:
 
     new = django.VERSION >= (6, 1)
     return {"breadcrumbs_list": new, "tools_in_header": new}
+
+
+def parler_translations(model: type[Model]) -> list[tuple[str, tuple[str, ...]]]:
+    """The translation relations of a django-parler model, each with its translated
+    fields: ``[("translations", ("title", "slug"))]``; ``[]`` for any other model."""
+    meta = getattr(model, "_parler_meta", None)
+    if meta is None:
+        return []
+    return [(extension.rel_name, tuple(extension.get_translated_fields())) for extension in meta]

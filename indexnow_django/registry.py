@@ -66,6 +66,10 @@ class ModelIndexNow:
     #: language codes narrows that; ``"all"``: every language whatever the URLconf;
     #: ``"current"``: the active language only.
     languages: Sequence[str] | str | None = None
+    #: Reverse relations whose rows are part of the object (inline child rows, the
+    #: comments shown on its page): saving or deleting one submits the object's
+    #: URLs, old and new. django-parler's translations need not be listed.
+    related: Sequence[str] = ()
 
     def __init__(self, model: type[models.Model]) -> None:
         self.model = model
@@ -158,6 +162,24 @@ class Plan:
     always_public: bool = False
     #: Names in ``fields`` that are no field tracking follows (a system check error).
     unknown_fields: tuple[str, ...] = ()
+    #: The relations whose rows are part of the object (``related``, and parler's
+    #: translations), with the attnames of their fields that ``fields`` lists.
+    related: tuple[Related, ...] = ()
+    #: Names in ``related`` that are no reverse relation of the model (a system check error).
+    unknown_related: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Related:
+    """Rows of another model that are part of a registered object (see ``related``)."""
+
+    #: The reverse relation's name on the registered model (``translations``).
+    name: str
+    #: The model of the rows, and the attname of its key to the registered object.
+    model: type[models.Model]
+    owner_attname: str
+    #: attnames of the rows' fields that ``fields`` lists (``None``: ``fields`` is ``None``).
+    attnames: frozenset[str] | None
 
 
 #: The registered models and their options (exact registrations, no subclasses).
@@ -230,6 +252,9 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
     label = f"{type(options).__qualname__} for {model._meta.label}"
     names = options.fields
     unknown: list[str] = []
+    #: attnames of related rows' fields that ``fields`` lists, by relation name.
+    related_attnames: dict[str, set[str]] = {}
+    unknown_related: list[str] = []
     attnames: set[str] | None = None
     m2m: set[str] | None = None
     if names is not None:
@@ -242,7 +267,11 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
             try:
                 found = model._meta.get_field(name)
             except FieldDoesNotExist:
-                unknown.append(name)
+                of_rows = field_of_related_rows(model, name)
+                if of_rows is None:
+                    unknown.append(name)
+                else:
+                    related_attnames.setdefault(of_rows[0], set()).add(of_rows[1])
                 continue
             if is_many_to_many(model, found):
                 m2m.add(found.name)
@@ -273,7 +302,53 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
             and kind.publish_time is ModelIndexNow.publish_time
         ),
         unknown_fields=tuple(unknown),
+        related=_related(model, options, names is None, related_attnames, unknown_related),
+        unknown_related=tuple(unknown_related),
     )
+
+
+def field_of_related_rows(model: type[models.Model], name: str) -> tuple[str, str] | None:
+    """``(relation, attname)`` when ``name``, not a field of ``model``, is a field of the
+    rows of one of its relations that belong to it: django-parler's translated fields
+    (``"slug"`` of ``translations``). ``None`` otherwise."""
+    from .compat import parler_translations
+
+    for relation, translated in parler_translations(model):
+        if name in translated:
+            rows = model._meta.get_field(relation).related_model
+            return relation, rows._meta.get_field(name).attname  # type: ignore[union-attr]
+    return None
+
+
+def _related(
+    model: type[models.Model],
+    options: ModelIndexNow,
+    every_field: bool,
+    listed: dict[str, set[str]],
+    unknown: list[str],
+) -> tuple[Related, ...]:
+    from .compat import parler_translations
+
+    names = list(dict.fromkeys([*(r for r, _f in parler_translations(model)), *options.related]))
+    found: list[Related] = []
+    for name in names:
+        try:
+            relation = model._meta.get_field(name)
+        except FieldDoesNotExist:
+            relation = None
+        remote = getattr(relation, "field", None)
+        if relation is None or not relation.auto_created or not relation.one_to_many:
+            unknown.append(name)  # a system check error
+            continue
+        found.append(
+            Related(
+                name,
+                relation.related_model,  # type: ignore[arg-type]
+                remote.attname,  # type: ignore[union-attr]
+                None if every_field else frozenset(listed.get(name, ())),
+            )
+        )
+    return tuple(found)
 
 
 def is_many_to_many(model: type[models.Model], field: Any) -> bool:
@@ -291,7 +366,8 @@ def is_many_to_many(model: type[models.Model], field: Any) -> bool:
 
 def check_registrations(**kwargs: Any) -> list[Any]:
     """``indexnow.E031``: a name in a registration's ``fields`` is no field of its model
-    that tracking follows (misspelt, or a reverse or generic relation)."""
+    that tracking follows (misspelt, or a reverse or generic relation), or a name in
+    its ``related`` is no reverse relation of it."""
     from django.core import checks
 
     errors: list[Any] = []
@@ -309,6 +385,19 @@ def check_registrations(**kwargs: Any) -> list[Any]:
                         "translations, inline rows) use related = [...]."
                     ),
                     obj=type(options),
+                    id="indexnow.E031",
+                )
+            )
+        for name in plan.unknown_related:
+            errors.append(
+                checks.Error(
+                    f"{type(plan.options).__name__} for {model._meta.label}: related names "
+                    f"{name!r}, which is not a reverse relation of {model._meta.label}.",
+                    hint=(
+                        "related lists the names by which the model reaches the rows of "
+                        "another model whose foreign key points to it (related_name)."
+                    ),
+                    obj=type(plan.options),
                     id="indexnow.E031",
                 )
             )

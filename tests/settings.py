@@ -47,8 +47,16 @@ INSTALLED_APPS = [
     "tests.testapp",
     # The apps of docs/third-party.md, and models built on them.
     "taggit",
+    "parler",
     "tests.thirdparty",
 ]
+
+# django-parler (tests/thirdparty): English and French.
+PARLER_DEFAULT_LANGUAGE_CODE = "en"
+PARLER_LANGUAGES = {
+    SITE_ID: ({"code": "en"}, {"code": "fr"}),
+    "default": {"fallbacks": ["en"], "hide_untranslated": False},
+}
 
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

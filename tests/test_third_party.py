@@ -149,3 +149,118 @@ def test_a_name_in_fields_that_is_no_field_is_a_system_check_error() -> None:
     finally:
         unregister(Untracked)
     assert check_registrations() == []
+
+
+# django-parler --------------------------------------------------------------------------
+
+
+def guide_form(**fields: str) -> dict[str, str]:
+    return {"status": "published", "_save": "Save", **fields}
+
+
+def test_parler_publish_a_french_only_edit_and_a_french_slug_change(
+    engine: Any, admin_client: Any
+) -> None:
+    from tests.thirdparty.models import Guide
+
+    response = admin_client.post(
+        "/admin/thirdparty/guide/add/?language=en", guide_form(title="Guide", slug="guide")
+    )
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    guide = Guide.objects.get()
+    assert sent(engine) == [[f"{BASE}/en/guides/guide/"]]
+    engine.reset()
+    change = f"/admin/thirdparty/guide/{guide.pk}/change/?language=fr"
+    response = admin_client.post(change, guide_form(title="Le guide", slug="le-guide"))
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert sent(engine) == [[f"{BASE}/en/guides/guide/", f"{BASE}/fr/guides/le-guide/"]]
+    engine.reset()
+    response = admin_client.post(change, guide_form(title="Le guide", slug="guide-fr"))
+    assert response.status_code == 302
+    assert sent(engine) == [
+        [f"{BASE}/en/guides/guide/", f"{BASE}/fr/guides/guide-fr/", f"{BASE}/fr/guides/le-guide/"]
+    ]
+    engine.reset()
+    # A French edit of nothing fields lists (the status only is in the master row).
+    response = admin_client.post(change, guide_form(title="Le guide", slug="guide-fr"))
+    assert response.status_code == 302
+    assert sent(engine) == []
+
+
+def test_parler_in_code_inside_and_outside_a_transaction(engine: Any) -> None:
+    from tests.thirdparty.models import Guide
+
+    guide = Guide.objects.language("en").create(title="Code", slug="code")
+    engine.reset()
+    for atomic in (True, False):
+        with transaction.atomic() if atomic else contextlib.nullcontext():
+            guide = Guide.objects.get(pk=guide.pk)
+            guide.set_current_language("fr")
+            guide.title, guide.slug = "Le code", f"le-code-{atomic}"
+            guide.save()
+    assert sent(engine) == [
+        [f"{BASE}/en/guides/code/", f"{BASE}/fr/guides/le-code-True/"],
+        [
+            f"{BASE}/en/guides/code/",
+            f"{BASE}/fr/guides/le-code-False/",
+            f"{BASE}/fr/guides/le-code-True/",
+        ],
+    ]
+    engine.reset()
+    Guide.objects.get(pk=guide.pk).translations.filter(language_code="fr").delete()
+    assert sent(engine) == [[f"{BASE}/en/guides/code/", f"{BASE}/fr/guides/le-code-False/"]]
+    engine.reset()
+    Guide.objects.get(pk=guide.pk).delete()
+    assert sent(engine) == [[f"{BASE}/en/guides/code/"]]
+
+
+# Rows that belong to an object -------------------------------------------------------------
+
+
+def test_a_row_that_belongs_to_an_object_submits_it(engine: Any, admin_client: Any) -> None:
+    from tests.thirdparty.models import Step
+
+    lesson = Lesson.objects.create(slug="steps")
+    engine.reset()
+    step = Step.objects.create(lesson=lesson, text="One")
+    assert sent(engine) == [[f"{BASE}/lessons/steps/"]]
+    engine.reset()
+    step.delete()
+    assert sent(engine) == [[f"{BASE}/lessons/steps/"]]
+    engine.reset()
+    # An inline in the admin, with the lesson saved as it was: one flush of its URL.
+    response = admin_client.post(
+        f"/admin/thirdparty/lesson/{lesson.pk}/change/",
+        {
+            "slug": "steps",
+            "steps-TOTAL_FORMS": "1",
+            "steps-INITIAL_FORMS": "0",
+            "steps-0-text": "Added inline",
+            "_save": "Save",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Step.objects.get().text == "Added inline"
+    assert sent(engine) == [[f"{BASE}/lessons/steps/"]]
+
+
+def test_a_name_in_related_that_is_no_reverse_relation_is_a_system_check_error() -> None:
+    from indexnow_django import ModelIndexNow, register
+    from indexnow_django.registry import check_registrations, unregister
+    from tests.testapp.models import Untracked
+
+    class UntrackedIndexNow(ModelIndexNow):
+        related = ["title", "comments"]
+
+    register(Untracked, UntrackedIndexNow)
+    try:
+        assert [(e.id, e.msg) for e in check_registrations()] == [
+            (
+                "indexnow.E031",
+                f"UntrackedIndexNow for testapp.Untracked: related names {name!r}, which is "
+                "not a reverse relation of testapp.Untracked.",
+            )
+            for name in ("title", "comments")
+        ]
+    finally:
+        unregister(Untracked)

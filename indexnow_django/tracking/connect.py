@@ -23,10 +23,11 @@ from django.db.models.signals import (
     pre_save,
 )
 
-from ..registry import plan_for, registration_changed
+from ..registry import Related, plan_for, registration_changed
 from .delete import after_delete, before_delete
 from .loading import patch_tracked_classes
 from .m2m import m2m_fields, on_m2m_changed, through_of
+from .related import after_row_change, before_row_change, owners
 from .save import after_save, before_save
 from .state import ModelInfo, children, model_info, tracked
 
@@ -41,6 +42,13 @@ _SAVE: tuple[tuple[Any, _Handler, str], ...] = (
 _DELETE: tuple[tuple[Any, _Handler, str], ...] = (
     (pre_delete, before_delete, "pre_delete"),
     (post_delete, after_delete, "post_delete"),
+)
+
+_ROWS: tuple[tuple[Any, _Handler, str], ...] = (
+    (pre_save, before_row_change, "related_pre_save"),
+    (post_save, after_row_change, "related_post_save"),
+    (pre_delete, before_row_change, "related_pre_delete"),
+    (post_delete, after_row_change, "related_post_delete"),
 )
 
 _connected: set[tuple[Any, str]] = set()
@@ -69,6 +77,7 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
         return
     found: dict[type[models.Model], ModelInfo] = {}
     parents: dict[type[models.Model], list[type[models.Model]]] = {}
+    rows: dict[type[models.Model], list[tuple[type[models.Model], Related]]] = {}
     wanted: dict[tuple[Any, str], tuple[Any, _Handler]] = {}
     models_now = apps.get_models()
     if extra is not None and extra not in models_now:
@@ -79,6 +88,11 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
         found[model] = model_info(model)
         for signal, handler, name in (*_SAVE, *_DELETE):
             wanted[(model, name)] = (signal, handler)
+        plan = plan_for(model)
+        for related in plan.related if plan is not None else ():
+            rows.setdefault(related.model, []).append((model, related))
+            for signal, handler, name in _ROWS:
+                wanted[(related.model, name)] = (signal, handler)
         for field in m2m_fields(model):
             wanted[(through_of(field), "m2m_changed")] = (m2m_changed, on_m2m_changed)
         if not model._meta.proxy:
@@ -89,7 +103,7 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
         below.sort(key=lambda m: len(m._meta.get_parent_list()), reverse=True)
         for signal, handler, name in _SAVE:
             wanted[(parent, name)] = (signal, handler)
-    signals = {name: signal for signal, _handler, name in (*_SAVE, *_DELETE)}
+    signals = {name: signal for signal, _handler, name in (*_SAVE, *_DELETE, *_ROWS)}
     signals["m2m_changed"] = m2m_changed
     for sender, name in _connected - set(wanted):
         signals[name].disconnect(sender=sender, dispatch_uid=_uid(sender, name))
@@ -102,3 +116,5 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
     patch_tracked_classes(found)
     children.clear()
     children.update(parents)
+    owners.clear()
+    owners.update(rows)

@@ -76,6 +76,9 @@ class TrackedState:
     #: other side that the change reaches (a change from the other side).
     m2m_before: dict[type[models.Model], Any] | None = None
     m2m_reverse: dict[type[models.Model], Any] | None = None
+    #: Set by ``pre_save``/``pre_delete`` of a row that belongs to registered objects
+    #: (:mod:`.related`): how they looked before it changed.
+    owners_before: list[Any] | None = None
 
     def __init__(self, owner: int, row: Row | None) -> None:
         #: ``id()`` of the instance this state belongs to (a copy of it shares ``_state``).

@@ -7,9 +7,14 @@ from typing import Any
 from taggit.models import Tag
 
 from indexnow_django import ModelIndexNow, register
-from tests.thirdparty.models import Lesson, Note
+from tests.thirdparty.models import Guide, Lesson, Note
 
-register(Lesson)
+
+@register(Lesson)
+class LessonIndexNow(ModelIndexNow):
+    """Its steps are shown on its page: a step saved or deleted submits the lesson."""
+
+    related = ["steps"]
 
 
 @register(Note)
@@ -29,3 +34,19 @@ class TagIndexNow(ModelIndexNow):
 
     def urls(self, obj: Any) -> list[str]:
         return [f"/tags/{obj.slug}/"]
+
+
+@register(Guide)
+class GuideIndexNow(ModelIndexNow):
+    """django-parler: its translations need no line of their own."""
+
+    fields = ["status", "title", "slug"]
+
+    def is_published(self, obj: Any) -> bool:
+        return bool(obj.status == "published")
+
+    def urls(self, obj: Any) -> list[str]:
+        return [
+            f"/{code}/guides/{obj.safe_translation_getter('slug', language_code=code)}/"
+            for code in sorted(obj.get_available_languages())
+        ]

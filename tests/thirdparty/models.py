@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from parler.models import TranslatableModel, TranslatedFields
 from taggit.managers import TaggableManager
 
 
@@ -25,6 +26,16 @@ class Lesson(models.Model):
         return f"/{self.section}/{self.slug}/"
 
 
+class Step(models.Model):
+    """A row shown on its lesson's page (an inline of the lesson in the admin)."""
+
+    lesson = models.ForeignKey(Lesson, related_name="steps", on_delete=models.CASCADE)
+    text = models.CharField(max_length=100)
+
+    def __str__(self) -> str:
+        return str(self.text)
+
+
 class Note(models.Model):
     """Tagged with django-taggit; its page lists its tags, each with a page of its own."""
 
@@ -36,3 +47,16 @@ class Note(models.Model):
 
     def get_absolute_url(self) -> str:
         return f"/notes/{self.slug}/"
+
+
+class Guide(TranslatableModel):
+    """Translated with django-parler: its title and slug live in its translation rows."""
+
+    status = models.CharField(max_length=20, default="published")
+    translations = TranslatedFields(
+        title=models.CharField(max_length=100),
+        slug=models.SlugField(),
+    )
+
+    def __str__(self) -> str:
+        return str(self.safe_translation_getter("title", any_language=True))
