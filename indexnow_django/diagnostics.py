@@ -485,6 +485,7 @@ def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | Non
         redis_version=version,
     )
     _persistence(diag, conn, location)
+    _memory(diag, conn, location)
     is_async = config.get("ASYNC", True)
     if is_async is False:
         diag.add(
@@ -572,6 +573,79 @@ def _persistence(diag: Diagnosis, conn: Any, location: str) -> None:
         PERSISTENCE_HINT,
         persistence=False,
     )
+
+
+#: A key ``indexnow_check`` writes (for a few seconds) to see whether Redis takes writes.
+WRITE_PROBE_KEY = "indexnow:check:write-probe"
+#: Used memory over ``maxmemory`` from which ``indexnow_check`` warns.
+MEMORY_WARN_RATIO = 0.9
+
+
+def _memory(diag: Diagnosis, conn: Any, location: str) -> None:
+    """Whether the queue's Redis takes writes, and how close it is to its ``maxmemory``.
+
+    A Redis at ``maxmemory`` with ``maxmemory-policy noeviction`` refuses every
+    write: no job can be queued, no retry scheduled, and a worker cannot start
+    the job it took. That is a failure, like a Redis that cannot be reached:
+    delivery through the queue cannot work (flushes fall back to sending from
+    the web process, once and without retries). Above
+    :data:`MEMORY_WARN_RATIO` of its ``maxmemory`` it is a warning.
+    """
+    from redis.exceptions import OutOfMemoryError, RedisError
+
+    try:
+        info = conn.info("memory")
+    except RedisError:
+        info = {}
+    used = int(info.get("used_memory") or 0)
+    limit = int(info.get("maxmemory") or 0)
+    policy = str(info.get("maxmemory_policy") or "?")
+    memory = {"used": used, "maxmemory": limit, "policy": policy}
+    figures = f"used_memory {_size(used)} of maxmemory {_size(limit)}, maxmemory-policy {policy}"
+    try:
+        conn.set(WRITE_PROBE_KEY, "1", ex=10)
+    except OutOfMemoryError as exc:
+        diag.add(
+            "queue",
+            Status.FAIL,
+            f"Redis at {location} refuses writes for memory ({figures}: "
+            f"{excerpt(str(exc), 120)}): no job can be queued, no retry scheduled, and "
+            "workers cannot start the jobs they take",
+            "Raise maxmemory (CONFIG SET maxmemory, and in redis.conf) or free memory on this "
+            "Redis (another application's keys; failed jobs are kept QUEUE['FAILURE_TTL'] "
+            "seconds). Meanwhile flushes fall back to sending in-process, without retries; "
+            "a job a worker took as Redis filled up is put back on the queue once it has room.",
+            memory={**memory, "writable": False},
+        )
+        return
+    except RedisError:
+        pass  # a user or replica without writes: not this finding's to judge
+    if limit and used >= MEMORY_WARN_RATIO * limit:
+        diag.add(
+            "queue",
+            Status.WARN,
+            f"Redis at {location} is at {100 * used / limit:.0f}% of its maxmemory ({figures})",
+            "At maxmemory, with noeviction, Redis refuses every write (jobs, retries); with "
+            "an evicting policy it drops keys, jobs among them. Raise maxmemory or free memory.",
+            memory={**memory, "writable": True},
+        )
+        return
+    shown = figures if limit else f"used_memory {_size(used)}, no maxmemory"
+    diag.add(
+        "queue",
+        Status.OK,
+        f"Redis at {location} takes writes ({shown})",
+        memory={**memory, "writable": True},
+    )
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
 
 
 def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:

@@ -47,6 +47,7 @@ from .queue import (
     new_batch_id,
     orphaned_jobs,
     retire_job,
+    stranded_jobs,
 )
 from .submitter import DeliveryReport, deliver_now
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["deliver", "rejection_hint", "resend_orphans"]
+__all__ = ["deliver", "rejection_hint", "resend_orphans", "resend_stranded"]
 
 
 def deliver(
@@ -216,6 +217,21 @@ def _alive_while_sending(
     if job is None or not get_queue(conf).is_async:
         return contextlib.nullcontext()
     return heartbeat(job)
+
+
+def resend_stranded(queue: Queue) -> list[str]:
+    """Put back on ``queue`` the delivery jobs that a worker took but could not start
+    (see :func:`indexnow_django.queue.stranded_jobs`); return their ids."""
+    ids = []
+    for job in stranded_jobs(queue):
+        logger.warning(
+            "IndexNow put back batch=%s job=%s: taken by a worker that could not start it "
+            "(it stayed in rq's intermediate queue)",
+            job.meta.get(META_BATCH_ID, "-"),
+            job.id,
+        )
+        ids.append(job.id)
+    return ids
 
 
 def resend_orphans(queue: Queue) -> list[str]:

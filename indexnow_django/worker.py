@@ -61,7 +61,7 @@ from rq.worker import Worker as RQWorker
 from .collector import batch
 from .compat import scheduler_died, scheduler_running, take_over_scheduler_lock
 from .conf import get_settings, settings_fingerprint
-from .jobs import resend_orphans
+from .jobs import resend_orphans, resend_stranded
 from .queue import env_seconds, get_queue
 
 logger = logging.getLogger(__name__)
@@ -205,6 +205,18 @@ class UnitOfWorkMixin:
         except REDIS_OUTAGE as exc:
             self._redis_lost("a change of state", exc)
 
+    def dequeue_job_and_maintain_ttl(self, *args: Any, **kwargs: Any) -> Any:
+        # rq waits out a lost connection here, not a Redis that refuses writes (taking a
+        # job is one): out of memory, or a replica that was the master.
+        wait = 1.0
+        while True:
+            try:
+                return super().dequeue_job_and_maintain_ttl(*args, **kwargs)  # type: ignore[misc]
+            except (OutOfMemoryError, ReadOnlyError) as exc:
+                self._redis_lost(f"its wait for a job (again in {wait:g}s)", exc)
+                time.sleep(wait)
+                wait = min(wait * 2, 30.0)
+
     def check_for_suspension(self, *args: Any, **kwargs: Any) -> None:
         try:
             super().check_for_suspension(*args, **kwargs)  # type: ignore[misc]
@@ -263,6 +275,7 @@ class UnitOfWorkMixin:
         """Send again the delivery jobs of this worker's queues whose worker died. Never raises."""
         for queue in self.queues:  # type: ignore[attr-defined]
             try:
+                resend_stranded(queue)
                 resend_orphans(queue)
             except REDIS_OUTAGE as exc:
                 self._redis_lost("the look for orphaned jobs", exc)

@@ -960,3 +960,50 @@ def test_urls_waiting_in_the_database_are_counted(
     assert error is None, output
     line(output, "WARN", "1 submission(s) wait in the database (table indexnow_pendingsubmission")
     assert "hint: A worker of class indexnow_django.worker.Worker queues them" in output
+
+
+# --------------------------------------------------------------------------- a full Redis
+
+
+def test_a_redis_that_refuses_writes_for_memory_fails_and_names_maxmemory(
+    settings: Any,
+    indexnow_settings: Callable[..., Any],
+    private_redis: Any,
+    run_check: Any,
+) -> None:
+    settings.RQ_QUEUES = {"default": {"URL": f"{private_redis.url}/0"}}
+    indexnow_settings(DISPATCH="queue")
+    conn = redis.Redis.from_url(private_redis.url)
+    conn.config_set("maxmemory-policy", "noeviction")
+    conn.config_set("maxmemory", 1)
+
+    output, error = run_check("--offline")
+
+    assert error is not None, output
+    found = line(output, "FAIL", "refuses writes for memory")
+    assert "of maxmemory 1 B, maxmemory-policy noeviction" in found
+    assert "Raise maxmemory" in output
+
+    conn.config_set("maxmemory", 0)  # room again
+    output, error = run_check("--offline")
+    line(output, "OK", "takes writes (used_memory")
+    assert "refuses writes" not in output
+
+
+def test_a_redis_near_its_maxmemory_warns(
+    settings: Any,
+    indexnow_settings: Callable[..., Any],
+    private_redis: Any,
+    run_check: Any,
+) -> None:
+    settings.RQ_QUEUES = {"default": {"URL": f"{private_redis.url}/0"}}
+    indexnow_settings(DISPATCH="queue")
+    conn = redis.Redis.from_url(private_redis.url)
+    conn.set("ballast", "x" * 10_000_000)  # the check's own connections are a small part
+    used = int(conn.info("memory")["used_memory"])
+    conn.config_set("maxmemory", int(used / 0.95))
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "WARN", "% of its maxmemory (used_memory")

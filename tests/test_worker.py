@@ -382,3 +382,56 @@ def test_the_settings_fingerprint_is_the_same_in_every_process(settings):
     settings.INDEXNOW = {**settings.INDEXNOW, "DRY_RUN": True}
     assert settings_fingerprint()["fingerprint"] != here["fingerprint"]
     assert settings_fingerprint()["DRY_RUN"] is True
+
+
+@pytest.mark.worker
+def test_a_job_stranded_by_a_full_redis_is_sent_once_when_redis_has_room(
+    engine, indexnow_settings, settings, start_worker, private_redis
+):
+    """A worker took a delivery job (rq's intermediate queue), then Redis filled up
+    (maxmemory, noeviction) before the job could be started: the worker rides out the
+    refused writes, and once Redis has room the job is put back and sent, once."""
+    import json
+    import time
+
+    import redis
+
+    from indexnow_django.conf import get_settings
+    from indexnow_django.dispatch import dispatch
+    from indexnow_django.queue import get_queue
+
+    queues = {"default": {"URL": f"{private_redis.url}/0"}}
+    settings.RQ_QUEUES = queues
+    overrides = {"DISPATCH": "queue"}
+    indexnow_settings(**overrides)
+    conn = redis.Redis.from_url(f"{private_redis.url}/0")
+    queue = get_queue(get_settings())
+    # What a worker does when it takes a job, replayed before any worker waits on the
+    # queue: the job is in rq's intermediate queue. Redis fills up before it starts.
+    dispatch(["/stranded/"])
+    taken = conn.lmove(queue.key, queue.intermediate_queue_key)
+    assert taken is not None
+    worker = start_worker(
+        overrides,
+        extra_env={
+            "INDEXNOW_TEST_SETTINGS": json.dumps({"RQ_QUEUES": queues}),
+            "INDEXNOW_SWEEP_EVERY": "1",
+            "INDEXNOW_HEARTBEAT_TTL": "3",
+        },
+        conn=conn,
+    )
+    conn.config_set("maxmemory", 1)  # noeviction: every write is refused
+
+    time.sleep(4)
+    assert engine.posts == []
+    assert conn.lrange(queue.intermediate_queue_key, 0, -1) == [taken]
+    conn.config_set("maxmemory", 0)  # room again
+
+    [post] = engine.wait_for_posts(1, timeout=30)
+    assert post.urls == ["https://www.example.com/stranded/"]
+    time.sleep(3)
+    assert len(engine.posts) == 1
+    assert conn.llen(queue.intermediate_queue_key) == 0
+    assert worker.running(), worker.output()
+    assert "quitting" not in worker.output()
+    assert "put back batch=" in worker.output()
