@@ -72,6 +72,7 @@ DEFAULTS: dict[str, Any] = {
         "TIMEOUT": 60,
         "FAILURE_TTL": 7 * 24 * 3600,
         "RESULT_TTL": 0,
+        "COALESCE": 0,
     },
     "RETRY": {
         "MAX_ATTEMPTS": 3,
@@ -188,6 +189,8 @@ class IndexNowSettings:
     throttle_per_minute: int | None = 60
     #: Seconds rq keeps a finished delivery job and its result (0: not at all).
     queue_result_ttl: int = 0
+    #: Seconds over which flushes are merged into one delivery (0: one job per flush).
+    queue_coalesce: float = 0
     #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
     base_url_setting: str | None = field(default=None, repr=False)
     hosts_setting: Any = field(default=None, repr=False)
@@ -689,6 +692,14 @@ def _rule_queue(conf: Mapping[str, Any]) -> Iterator[Problem]:
         hint="It is how long rq keeps a finished delivery job and its result; "
         "0, the default, removes it at once (the history is in the database).",
     )
+    yield from _number(
+        _path("QUEUE", "COALESCE"),
+        queue["COALESCE"],
+        minimum=0,
+        id="indexnow.E013",
+        hint="0, the default, sends each flush in a job of its own; a few seconds (5, say) "
+        "merge the flushes of every process into one POST per host and engine.",
+    )
     if conf["DISPATCH"] == "queue" and isinstance(name, str):
         rq_queues = getattr(django_settings, "RQ_QUEUES", {}) or {}
         if name not in rq_queues:
@@ -884,6 +895,7 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         queue_timeout=conf["QUEUE"]["TIMEOUT"],
         queue_failure_ttl=conf["QUEUE"]["FAILURE_TTL"],
         queue_result_ttl=conf["QUEUE"]["RESULT_TTL"],
+        queue_coalesce=conf["QUEUE"]["COALESCE"],
         retry=RetryPolicy(
             max_attempts=retry["MAX_ATTEMPTS"],
             base_delay=retry["BASE_DELAY"],

@@ -897,6 +897,10 @@ def _jobs_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -
         failed=failed_total,
         failed_indexnow=own_failed,
     )
+    try:
+        _coalesce_finding(diag, state, conf)
+    except RedisError as exc:
+        diag.add("jobs", Status.WARN, f"the rate of delivery jobs could not be read: {exc}")
 
 
 #: Seconds past its time after which a scheduled job is overdue: a live scheduler moves
@@ -933,6 +937,40 @@ def _overdue(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> Non
     )
 
 
+#: Delivery jobs a minute from which ``indexnow_check`` suggests ``QUEUE["COALESCE"]``.
+COALESCE_FROM_PER_MINUTE = 60
+
+
+def _coalesce_finding(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
+    """Coalesced delivery: what waits in the window, or whether the rate of jobs calls for it."""
+    from .coalesce import pending_count
+    from .queue import RATE_MINUTES, jobs_per_minute
+
+    queue = state.queue
+    if conf.queue_coalesce > 0:
+        pending = pending_count(queue)
+        diag.add(
+            "jobs",
+            Status.OK,
+            f"coalesced delivery: one delivery every {conf.queue_coalesce:g} s, "
+            f"{pending} URL(s) pending",
+            pending=pending,
+        )
+        return
+    rate = jobs_per_minute(queue)
+    if rate < COALESCE_FROM_PER_MINUTE:
+        return
+    diag.add(
+        "jobs",
+        Status.WARN,
+        f"{rate:.0f} delivery jobs a minute over the last {RATE_MINUTES} minutes, each its own "
+        "POST per host and engine",
+        "Set QUEUE['COALESCE'] to a few seconds (5, say): the flushes of every process within "
+        "that window become one job and one POST per host and engine, for that much latency.",
+        jobs_per_minute=rate,
+    )
+
+
 def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     for engine in conf.engines:
         endpoint = mask_url(engine.endpoint)
@@ -959,6 +997,58 @@ def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
             f"{60 / per_minute:g}s, shared through the cache {conf.debounce_cache!r}",
             throttle=per_minute,
         )
+
+
+#: Seconds an engine is taken to answer when the history has no POST to it yet.
+ASSUMED_LATENCY = 0.3
+
+
+def _latency(engine_name: str) -> tuple[float, bool]:
+    """The median time of the last 100 POSTs to the engine in the history, and whether it
+    is measured (else :data:`ASSUMED_LATENCY`)."""
+    from .models import Delivery
+
+    try:
+        durations = sorted(
+            Delivery.objects.filter(engine=engine_name)
+            .order_by("-sent_at")
+            .values_list("duration", flat=True)[:100]
+        )
+    except Exception:  # no table yet, no database: the check goes on
+        return ASSUMED_LATENCY, False
+    if not durations:
+        return ASSUMED_LATENCY, False
+    return durations[len(durations) // 2], True
+
+
+def _job_size_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
+    """Warn when a flush touching every host takes a delivery job close to its timeout."""
+    from .jobs import hand_over_after
+    from .submitter import POST_CONCURRENCY
+
+    hosts = len(conf.hosts)
+    latencies = [_latency(engine.name) for engine in conf.engines]
+    seconds = sum(latency for latency, _ in latencies) * hosts / POST_CONCURRENCY
+    budget = hand_over_after(conf.queue_timeout, conf.http_timeout)
+    measured = "measured" if all(known for _, known in latencies) else "assumed"
+    each = ", ".join(f"{latency:.2f} s" for latency, _ in latencies)
+    what = (
+        f"a flush on all {hosts} host(s) is {hosts * len(conf.engines)} POST(s): about "
+        f"{seconds:.1f} s, {POST_CONCURRENCY} at a time at {each} each ({measured})"
+    )
+    if seconds <= budget * 0.8:
+        diag.add("engines", Status.OK, f"{what}, within QUEUE['TIMEOUT']", seconds=seconds)
+        return
+    diag.add(
+        "engines",
+        Status.WARN,
+        f"{what}, close to or over the {budget:.0f} s that a job of QUEUE['TIMEOUT'] "
+        f"{conf.queue_timeout:g} s sends for",
+        "Such a flush is handed from job to job, each waiting its turn in the queue: "
+        f"raise QUEUE['TIMEOUT'] to {seconds / 0.48:.0f} s or more so that one job holds it.",
+        seconds=seconds,
+        budget=budget,
+    )
 
 
 #: Key files fetched at once by ``indexnow_check``: a site with hundreds of
@@ -1183,6 +1273,8 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     elif mode == "sync":
         diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
     _engines_section(diag, conf)
+    if mode == "queue":
+        _job_size_section(diag, conf)
     timeout = http_timeout if http_timeout is not None else conf.http_timeout
     _hosts_section(diag, conf, offline=offline, timeout=timeout)
     _debounce_section(diag, conf, mode, state)

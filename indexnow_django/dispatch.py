@@ -61,6 +61,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import compat, signals
 from .breaker import guard
+from .coalesce import add_to_window
 from .conf import IndexNowSettings, get_settings, is_enabled
 from .jobs import rejection_hint
 from .pending import ENQUEUE_TIMED_OUT, keep
@@ -194,6 +195,16 @@ def _to_queue(flush: _Flush, response: HttpResponseBase | None) -> None:
     try:
         queue = get_queue(conf)
         with guard(queue.connection):
+            if conf.queue_coalesce > 0 and not flush.force and queue.is_async:
+                job_id = add_to_window(queue, urls, flush.gone, conf)
+                logger.info(
+                    "IndexNow flush batch=%s mode=coalesce count=%d queue=%s job=%s",
+                    batch_id,
+                    len(urls),
+                    queue.name,
+                    job_id,
+                )
+                return
             job = enqueue_delivery(
                 queue,
                 urls,

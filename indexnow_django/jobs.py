@@ -14,6 +14,11 @@ one POST per batch and engine) and then, from what each engine answered:
   :class:`~indexnow_django.exceptions.SubmissionRejected`, so it lands in rq's
   failed job registry with the engine's answer and a hint.
 
+A job never dies of its own size: its POSTs go out several at once (see
+:mod:`indexnow_django.submitter`), and once :func:`hand_over_after` of its
+timeout has passed it starts no more of them; what is left goes to a new job
+per engine, at once, with the same batch id and attempt.
+
 A failed job requeued from the registry (``rq requeue`` or django-rq's admin)
 sends again, and its attempts start over: after an outage it gets the whole
 ``MAX_ATTEMPTS`` again rather than failing at the first retryable answer.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +44,7 @@ from .queue import (
     META_ATTEMPT,
     META_BATCH_ID,
     META_FAILED_AT,
+    WINDOW_FUNC,
     enqueue_delivery,
     fail_job,
     first_run_of_batch,
@@ -57,7 +64,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["deliver", "rejection_hint", "resend_orphans", "resend_stranded"]
+__all__ = [
+    "deliver",
+    "deliver_window",
+    "hand_over_after",
+    "rejection_hint",
+    "resend_orphans",
+    "resend_stranded",
+]
 
 
 def deliver(
@@ -120,6 +134,7 @@ def deliver(
         }
     # A worker never sleeps for the throttle: POSTs it holds back become later jobs.
     can_defer = job is not None and get_queue(conf).is_async
+    deadline = _hand_over_at(job, conf)
     with _alive_while_sending(job, conf):
         report = deliver_now(
             urls,
@@ -131,8 +146,10 @@ def deliver(
             attempt=attempt,
             wait=not can_defer,
             slot=slot,
+            deadline=deadline,
         )
     deferred_jobs = _defer(report, batch_id, attempt, force, conf)
+    handed_over = _hand_over(report, batch_id, attempt, force, conf) if report.left else []
     if engines is not None and not report.results and not report.debounced and not deferred_jobs:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
         gone = [engine for engine in engines if engine not in configured]
@@ -168,6 +185,8 @@ def deliver(
     }
     if deferred_jobs:
         summary["deferred_jobs"] = deferred_jobs
+    if handed_over:
+        summary["handed_over"] = handed_over
     return summary
 
 
@@ -210,6 +229,82 @@ def _defer(
     return job_ids
 
 
+def hand_over_after(timeout: float, http_timeout: float) -> float:
+    """Seconds into a job of ``timeout`` seconds after which it starts no POST.
+
+    Its last POSTs may take ``http_timeout`` more: that fits, with a second to
+    spare, while at least a fifth of the timeout is used for sending.
+    """
+    return max(timeout * 0.2, min(timeout * 0.6, timeout - http_timeout - 1))
+
+
+def _hand_over_at(job: Job | None, conf: IndexNowSettings) -> float | None:
+    """The ``time.monotonic()`` after which this job hands what is left to a new job."""
+    if job is None or not job.timeout or job.timeout < 0 or not get_queue(conf).is_async:
+        return None
+    return time.monotonic() + hand_over_after(float(job.timeout), conf.http_timeout)
+
+
+def _hand_over(
+    report: DeliveryReport, batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
+) -> list[str]:
+    """Put what the job had no time to send in new jobs, one per engine; return their ids."""
+    queue = get_queue(conf)
+    by_engine: dict[str, list[str]] = {}
+    for engine, urls in report.left:
+        by_engine.setdefault(engine.endpoint, []).extend(urls)
+    job_ids: list[str] = []
+    for endpoint, urls in by_engine.items():
+        job = enqueue_delivery(
+            queue,
+            urls,
+            gone=[url for url in urls if url in report.gone],
+            batch_id=batch_id,
+            attempt=attempt,
+            engines=[endpoint],
+            force=force,
+            conf=conf,
+        )
+        logger.info(
+            "IndexNow handed over batch=%s count=%d job=%s: the job is near its timeout "
+            "(QUEUE['TIMEOUT'] %ss)",
+            batch_id,
+            len(urls),
+            job.id,
+            conf.queue_timeout,
+        )
+        job_ids.append(job.id)
+    return job_ids
+
+
+def deliver_window(window: int) -> dict[str, Any]:
+    """The job of one window of coalesced delivery: every pending URL into one delivery job.
+
+    See :mod:`indexnow_django.coalesce`. The delivery job goes to the front of
+    the queue, so it runs next.
+    """
+    from rq import get_current_job
+
+    from .coalesce import take_pending
+
+    conf = get_settings()
+    queue = get_queue(conf)
+    job = get_current_job()
+    with _alive_while_sending(job, conf):
+        delivery, count = take_pending(queue, conf)
+    if delivery is None:
+        return {"window": window, "count": 0}
+    logger.info(
+        "IndexNow window=%s count=%d batch=%s job=%s: the URLs flushed in the window, "
+        "in one delivery",
+        window,
+        count,
+        delivery.meta.get(META_BATCH_ID),
+        delivery.id,
+    )
+    return {"window": window, "count": count, "job": delivery.id}
+
+
 def _alive_while_sending(
     job: Job | None, conf: IndexNowSettings
 ) -> contextlib.AbstractContextManager[None]:
@@ -246,6 +341,20 @@ def resend_orphans(queue: Queue) -> list[str]:
     conf = get_settings()
     resent: list[str] = []
     for job in orphaned_jobs(queue):
+        if job.func_name == WINDOW_FUNC:  # its URLs are still pending: a new window job
+            from .coalesce import ensure_window_job
+
+            retire_job(job, queue)
+            successor_id = ensure_window_job(queue, conf)
+            logger.warning(
+                "IndexNow window job=%s: worker %s died running it; its URLs wait for job=%s",
+                job.id,
+                job.worker_name or "?",
+                successor_id or "-",
+            )
+            if successor_id:
+                resent.append(successor_id)
+            continue
         batch_id = str(job.meta.get(META_BATCH_ID) or job.kwargs.get("batch_id") or "-")
         attempt = int(job.meta.get(META_ATTEMPT) or job.kwargs.get("attempt") or 1)
         worker = job.worker_name or "?"

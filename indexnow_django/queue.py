@@ -57,6 +57,8 @@ __all__ = [
     "REDIS_TIMEOUT",
     "batch_has_run",
     "connection",
+    "count_job",
+    "delivery_job",
     "due_at",
     "enqueue_delivery",
     "fail_job",
@@ -66,6 +68,7 @@ __all__ = [
     "heartbeat",
     "is_delivery",
     "job_timeout",
+    "jobs_per_minute",
     "new_batch_id",
     "orphaned_jobs",
     "retire_job",
@@ -183,9 +186,47 @@ def job_options(conf: IndexNowSettings) -> dict[str, Any]:
     return {"timeout": job_timeout(conf), "failure_ttl": failure_ttl(conf)}
 
 
+#: The window job of coalesced delivery (:mod:`indexnow_django.coalesce`).
+WINDOW_FUNC = "indexnow_django.jobs.deliver_window"
+
+
 def is_delivery(job: Job) -> bool:
-    """Whether ``job`` is a delivery job of this package."""
-    return bool(job.func_name == DELIVERY_FUNC)
+    """Whether ``job`` is a delivery job of this package (a window's job included)."""
+    return job.func_name in (DELIVERY_FUNC, WINDOW_FUNC)
+
+
+def delivery_job(
+    queue: Queue,
+    urls: Sequence[str],
+    *,
+    gone: Sequence[str] = (),
+    batch_id: str,
+    attempt: int = 1,
+    engines: Sequence[str] | None = None,
+    force: bool = False,
+    slot: float | None = None,
+    conf: IndexNowSettings,
+) -> Job:
+    """A delivery job of ``urls`` for ``queue``, not saved yet (see :func:`enqueue_delivery`)."""
+    kwargs: dict[str, Any] = {"batch_id": batch_id, "attempt": attempt, "force": bool(force)}
+    if gone:
+        kwargs["gone"] = [str(url) for url in gone]
+    if engines is not None:
+        kwargs["engines"] = [str(engine) for engine in engines]
+    if slot is not None:
+        kwargs["slot"] = float(slot)
+    plural = "" if len(urls) == 1 else "s"
+    # What it did is in the history; rq keeps nothing of it once done, unless asked.
+    options = {**job_options(conf), "result_ttl": conf.queue_result_ttl}
+    job: Job = queue.create_job(
+        DELIVERY_FUNC,
+        args=([str(url) for url in urls],),
+        kwargs=kwargs,
+        description=f"IndexNow: {len(urls)} URL{plural}, batch {batch_id}, attempt {attempt}",
+        meta={META_BATCH_ID: batch_id, META_ATTEMPT: attempt},
+        **options,
+    )
+    return job
 
 
 def enqueue_delivery(
@@ -208,24 +249,19 @@ def enqueue_delivery(
     synchronous queue (``ASYNC: False``) it runs at once and ``delay`` is
     ignored. ``gone`` (those of ``urls`` whose page is gone) is a separate list.
     ``slot``: the throttle's slot the job is deferred to (a Unix time).
+    Each job enqueued now is counted, per minute, for ``indexnow_check``
+    (:func:`jobs_per_minute`), in the same round trip.
     """
-    kwargs: dict[str, Any] = {"batch_id": batch_id, "attempt": attempt, "force": bool(force)}
-    if gone:
-        kwargs["gone"] = [str(url) for url in gone]
-    if engines is not None:
-        kwargs["engines"] = [str(engine) for engine in engines]
-    if slot is not None:
-        kwargs["slot"] = float(slot)
-    plural = "" if len(urls) == 1 else "s"
-    # What it did is in the history; rq keeps nothing of it once done, unless asked.
-    options = {**job_options(conf), "result_ttl": conf.queue_result_ttl}
-    job: Job = queue.create_job(
-        DELIVERY_FUNC,
-        args=([str(url) for url in urls],),
-        kwargs=kwargs,
-        description=f"IndexNow: {len(urls)} URL{plural}, batch {batch_id}, attempt {attempt}",
-        meta={META_BATCH_ID: batch_id, META_ATTEMPT: attempt},
-        **options,
+    job = delivery_job(
+        queue,
+        urls,
+        gone=gone,
+        batch_id=batch_id,
+        attempt=attempt,
+        engines=engines,
+        force=force,
+        slot=slot,
+        conf=conf,
     )
     if delay > 0 and queue.is_async:
         scheduled: Job = queue.schedule_job(job, due_at(time.time() + delay))
@@ -236,8 +272,34 @@ def enqueue_delivery(
     # One round trip: without a pipeline of ours rq registers the queue in one of its own.
     with queue.connection.pipeline() as pipe:
         enqueued: Job = queue.enqueue_job(job, pipeline=pipe)
+        count_job(pipe, queue.name)
         pipe.execute()
     return enqueued
+
+
+#: Minutes of delivery job counts kept for ``indexnow_check``.
+RATE_MINUTES = 10
+
+
+def _rate_key(queue_name: str, minute: int) -> str:
+    return f"indexnow:rate:{queue_name}:{minute}"
+
+
+def count_job(pipe: Any, queue_name: str) -> None:
+    """Count one delivery job enqueued now, in ``pipe`` (no round trip of its own)."""
+    key = _rate_key(queue_name, int(time.time() // 60))
+    pipe.incr(key)
+    pipe.expire(key, (RATE_MINUTES + 1) * 60)
+
+
+def jobs_per_minute(queue: Queue) -> float:
+    """Delivery jobs enqueued per minute on ``queue`` over the last :data:`RATE_MINUTES`
+    minutes (the current one as far as it has gone)."""
+    now = time.time()
+    minute = int(now // 60)
+    keys = [_rate_key(queue.name, m) for m in range(minute - RATE_MINUTES + 1, minute + 1)]
+    counts = [int(value or 0) for value in queue.connection.mget(keys)]
+    return sum(counts) / (RATE_MINUTES - 1 + (now % 60) / 60)
 
 
 def schedule_once(

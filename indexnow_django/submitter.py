@@ -4,20 +4,30 @@ This is what a worker's job, the synchronous dispatch and
 ``indexnow_submit --sync`` all call. It does no retrying itself: the
 :class:`DeliveryReport` says which URLs and engines want another attempt,
 and the caller (``jobs.py``) schedules it.
+
+A delivery that has several POSTs to make (many hosts, several engines) makes
+up to :data:`POST_CONCURRENCY` of them at once, each in a thread of its own
+with its own client; the debounce claims, the throttle, the history and the
+report stay in the calling thread, in order. Given a ``deadline``, it starts
+no POST after it: what it did not start is in :attr:`DeliveryReport.left`, for
+the caller to hand to a new job, so that a job never outlives its timeout
+however many hosts a flush touched.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from . import escalation, signals
 from .client import Engine, IndexNowClient, Outcome, PostResult
-from .conf import IndexNowSettings, get_settings
-from .debounce import DebounceStore
+from .conf import HostConfig, IndexNowSettings, get_settings
+from .debounce import Claim, DebounceStore
 from .history import attempt_of, record
 from .normalize import host_of, normalize_urls
 from .throttle import Throttle
@@ -25,6 +35,7 @@ from .throttle import Throttle
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "POST_CONCURRENCY",
     "DeliveryReport",
     "chunked",
     "clean_urls",
@@ -33,6 +44,11 @@ __all__ = [
     "make_client",
     "make_debounce",
 ]
+
+
+#: POSTs one delivery makes at once (to several hosts, or engines). Bounded so
+#: that a flush touching hundreds of hosts does not open hundreds of connections.
+POST_CONCURRENCY = 8
 
 
 def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
@@ -78,6 +94,8 @@ class DeliveryReport:
     gone: frozenset[str] = frozenset()
     #: POSTs held back by the throttle, to be sent at their slot (see :class:`Deferred`).
     deferred: list[Deferred] = field(default_factory=list)
+    #: ``(engine, urls)`` of the POSTs not started because the deadline passed.
+    left: list[tuple[Engine, list[str]]] = field(default_factory=list)
 
     @property
     def accepted(self) -> list[PostResult]:
@@ -156,6 +174,7 @@ def deliver_now(
     wait: bool = True,
     slot: float | None = None,
     on_wait: Callable[[Engine, float], None] | None = None,
+    deadline: float | None = None,
 ) -> DeliveryReport:
     """POST ``urls`` to the engines (all configured, or those named in ``engines``).
 
@@ -172,6 +191,10 @@ def deliver_now(
     engine are left in :attr:`DeliveryReport.deferred` for the caller to send
     at the slot. ``slot``: a slot already taken (a deferred job's), for the
     first POST to the only engine in ``engines``.
+
+    ``client``: the one client to post with (POSTs are then made one after
+    another). ``deadline`` (``time.monotonic()``): no POST starts after it;
+    see the module.
     Never raises for an engine's answer; see :class:`DeliveryReport`.
     """
     conf = conf or get_settings()
@@ -188,54 +211,134 @@ def deliver_now(
         )
     if not valid:
         return report
-    client = client or make_client(conf)
     store = make_debounce(conf)
     selected: tuple[Engine, ...] = conf.engines
     if engines is not None:
         wanted = set(engines)
         selected = tuple(e for e in conf.engines if e.endpoint in wanted or e.name in wanted)
     hosts = conf.hosts
-    throttle = Throttle(conf.debounce_cache, None if conf.dry_run else conf.throttle_per_minute)
-    held: dict[str, Deferred] = {}
+    posts: list[_Post] = []
     for host, host_urls in _by_host(valid).items():
         host_conf = hosts.get(host)
         if host_conf is None:  # removed from the hosts since the URLs were checked
             report.dropped.extend((url, f"host {host!r} is no longer allowed") for url in host_urls)
             continue
         for batch in chunked(host_urls, conf.max_urls):
-            for engine in selected:
-                claim = store.claim(engine, batch, gone=report.gone, force=force)
-                if claim.debounced:
-                    report.debounced[engine.name] = (
-                        report.debounced.get(engine.name, 0) + claim.debounced
-                    )
-                if not claim.urls:
-                    continue
-                if engine.endpoint in held:  # an earlier POST of this delivery waits already
-                    store.release(claim)
-                    held[engine.endpoint].urls.extend(claim.urls)
-                    continue
-                if throttle.enabled:
-                    later = _throttle(throttle, engine, slot, wait, on_wait, batch_id)
-                    slot = None  # a slot carried over is for the first POST only
-                    if later is not None:
-                        store.release(claim)
-                        held[engine.endpoint] = Deferred(engine, list(claim.urls), *later)
-                        continue
-                result = client.post(
-                    engine, host, host_conf.key, claim.urls, host_conf.key_location
-                )
-                _log_post(result, batch_id)
-                _after_post(result, batch_id, conf, attempt, count=not store.unreachable)
-                if result.accepted and not conf.dry_run:
-                    store.record(claim)
-                else:
-                    store.release(claim)
-                report.results.append(result)
-    report.deferred.extend(held.values())
+            posts.extend(_Post(host_conf, batch, engine) for engine in selected)
+    throttle = Throttle(conf.debounce_cache, None if conf.dry_run else conf.throttle_per_minute)
+    sender = _Sender(conf, store, throttle, report, force, batch_id, attempt, wait, slot, on_wait)
+    if client is not None or len(posts) <= 1:
+        sender.in_turn(posts, client or make_client(conf), deadline)
+    else:
+        sender.at_once(posts, deadline)
+    report.deferred.extend(sender.held.values())
     for name, count in report.debounced.items():
         logger.info("IndexNow debounced batch=%s engine=%s count=%d", batch_id, name, count)
     return report
+
+
+@dataclass(frozen=True)
+class _Post:
+    """One POST to make: a batch of one host's URLs, to one engine."""
+
+    host: HostConfig
+    urls: list[str]
+    engine: Engine
+
+    def send(self, client: IndexNowClient, claim: Claim) -> PostResult:
+        return client.post(
+            self.engine, self.host.host, self.host.key, claim.urls, self.host.key_location
+        )
+
+
+@dataclass
+class _Sender:
+    """Makes the POSTs of one delivery: claims, the throttle and what follows each POST in
+    the calling thread; the POSTs themselves one after another or several at once."""
+
+    conf: IndexNowSettings
+    store: DebounceStore
+    throttle: Throttle
+    report: DeliveryReport
+    force: bool
+    batch_id: str
+    attempt: int | None
+    wait: bool
+    slot: float | None
+    on_wait: Callable[[Engine, float], None] | None
+    #: Per engine endpoint, what the throttle holds back.
+    held: dict[str, Deferred] = field(default_factory=dict)
+
+    def prepare(self, post: _Post, deadline: float | None) -> Claim | None:
+        """The claim to send for ``post`` now, or ``None`` (left, debounced, held back)."""
+        if deadline is not None and time.monotonic() >= deadline:
+            self.report.left.append((post.engine, post.urls))
+            return None
+        engine, store = post.engine, self.store
+        claim = store.claim(engine, post.urls, gone=self.report.gone, force=self.force)
+        if claim.debounced:
+            debounced = self.report.debounced
+            debounced[engine.name] = debounced.get(engine.name, 0) + claim.debounced
+        if not claim.urls:
+            return None
+        if engine.endpoint in self.held:  # an earlier POST of this delivery waits already
+            store.release(claim)
+            self.held[engine.endpoint].urls.extend(claim.urls)
+            return None
+        if self.throttle.enabled:
+            later = _throttle(
+                self.throttle, engine, self.slot, self.wait, self.on_wait, self.batch_id
+            )
+            self.slot = None  # a slot carried over is for the first POST only
+            if later is not None:
+                store.release(claim)
+                self.held[engine.endpoint] = Deferred(engine, list(claim.urls), *later)
+                return None
+        return claim
+
+    def settle(self, claim: Claim, result: PostResult) -> None:
+        conf, store = self.conf, self.store
+        _log_post(result, self.batch_id)
+        _after_post(result, self.batch_id, conf, self.attempt, count=not store.unreachable)
+        if result.accepted and not conf.dry_run:
+            store.record(claim)
+        else:
+            store.release(claim)
+        self.report.results.append(result)
+
+    def in_turn(self, posts: list[_Post], client: IndexNowClient, deadline: float | None) -> None:
+        for post in posts:
+            claim = self.prepare(post, deadline)
+            if claim is not None:
+                self.settle(claim, post.send(client, claim))
+
+    def at_once(self, posts: list[_Post], deadline: float | None) -> None:
+        """Up to :data:`POST_CONCURRENCY` POSTs in flight, each thread with its own client."""
+        local = threading.local()
+
+        def send(post: _Post, claim: Claim) -> PostResult:
+            client = getattr(local, "client", None)
+            if client is None:
+                client = local.client = make_client(self.conf)
+            return post.send(client, claim)
+
+        workers = min(POST_CONCURRENCY, len(posts))
+        in_flight: deque[tuple[Claim, Future[PostResult]]] = deque()
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="indexnow-post") as pool:
+            for post in posts:
+                while len(in_flight) >= workers:
+                    self.settle(*_done(in_flight.popleft()))
+                claim = self.prepare(post, deadline)
+                if claim is not None:
+                    in_flight.append((claim, pool.submit(send, post, claim)))
+            while in_flight:
+                self.settle(*_done(in_flight.popleft()))
+
+
+def _done(posted: tuple[Claim, Future[PostResult]]) -> tuple[Claim, PostResult]:
+    """A POST in flight, once it has an answer."""
+    claim, future = posted
+    return claim, future.result()
 
 
 def _throttle(

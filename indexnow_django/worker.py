@@ -165,6 +165,7 @@ class UnitOfWorkMixin:
                 self._redis_lost("rq's maintenance", exc)
         self.restart_scheduler()
         self.resend_orphans()
+        self.ensure_windows()
         self.enqueue_kept()
 
     # Riding out a lost Redis ------------------------------------------------------
@@ -281,6 +282,20 @@ class UnitOfWorkMixin:
                 self._redis_lost("the look for orphaned jobs", exc)
             except Exception:
                 logger.exception("IndexNow could not look for orphaned jobs queue=%s", queue.name)
+
+    def ensure_windows(self) -> None:
+        """With ``QUEUE["COALESCE"]``, a window job for URLs left pending without one
+        (see :mod:`indexnow_django.coalesce`). Never raises."""
+        from .coalesce import ensure_window_job
+
+        try:
+            conf = get_settings()
+            if conf.queue_coalesce > 0 and conf.resolved_dispatch == "queue":
+                for queue in self.queues:  # type: ignore[attr-defined]
+                    if queue.name == conf.queue_name:
+                        ensure_window_job(queue, conf)
+        except Exception:
+            logger.exception("IndexNow could not look for pending URLs without a window job")
 
     def enqueue_kept(self) -> None:
         """Queue the URLs that web processes kept in the database while Redis could not take

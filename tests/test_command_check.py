@@ -318,6 +318,54 @@ def test_five_hundred_hosts_key_files_are_fetched_a_few_at_a_time(
     assert elapsed < 25  # 50 s one after another
 
 
+@pytest.mark.django_db
+def test_a_flush_on_every_host_close_to_the_job_timeout_warns(
+    queue_settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    from tests.conftest import make_delivery
+
+    engine_name = queue_settings.INDEXNOW["ENGINES"][0].split("/")[2]
+    for _ in range(3):
+        make_delivery(engine=engine_name, duration=0.3)
+    indexnow_settings(HOSTS=[f"t{i}.tenants.test" for i in range(200)], QUEUE={"TIMEOUT": 10})
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(
+        output,
+        "WARN",
+        "a flush on all 200 host(s) is 200 POST(s): about 7.5 s, 8 at a time at 0.30 s each "
+        "(measured), close to or over the 6 s that a job of QUEUE['TIMEOUT'] 10 s sends for",
+    )
+    assert "raise QUEUE['TIMEOUT'] to 16 s or more so that one job holds it" in output
+    indexnow_settings(QUEUE={"TIMEOUT": 60})
+    output, _ = run_check("--offline")
+    line(output, "OK", "a flush on all 200 host(s) is 200 POST(s): about 7.5 s")
+
+
+def test_a_steady_stream_of_delivery_jobs_suggests_coalescing(
+    queue_settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    from indexnow_django.dispatch import dispatch
+
+    for i in range(700):  # a job each: more than 60 a minute over the last ten minutes
+        dispatch([f"/p/{i}/"])
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    found = line(output, "WARN", "delivery jobs a minute over the last 10 minutes")
+    assert int(found.split()[1]) >= 60
+    assert "Set QUEUE['COALESCE'] to a few seconds (5, say)" in output
+
+    indexnow_settings(QUEUE={"COALESCE": 5})
+    dispatch(["/pending/"])
+    output, _ = run_check("--offline")
+    line(output, "OK", "coalesced delivery: one delivery every 5 s, 1 URL(s) pending")
+    assert "delivery jobs a minute" not in output
+
+
 def test_key_file_with_another_key_fails_and_masks_it(
     indexnow_settings: Callable[..., Any], key_server: KeyServer, run_check: Any
 ) -> None:

@@ -436,7 +436,8 @@ def test_a_worker_killed_at_the_last_attempt_fails_the_job_naming_the_count(
 def test_two_endpoints_on_one_host_are_two_engines_and_only_the_second_is_retried(
     engine, indexnow_settings, start_worker, redis_conn
 ):
-    """One server, one port, two paths: the first accepts, the second answers 429."""
+    """One server, one port, two paths: one accepts, the other answers 429 (the two POSTs
+    go out at once: either may be the one)."""
     first, second = engine.url, engine.url.replace("/indexnow", "/second")
     overrides = queue_settings(
         indexnow_settings, ENGINES=[first, second], DEBOUNCE={"CACHE": "shared", "TTL": 600}
@@ -447,10 +448,55 @@ def test_two_endpoints_on_one_host_are_two_engines_and_only_the_second_is_retrie
     start_worker(overrides)
 
     _, retry = wait_for_batch(redis_conn, batch_id, 2, "finished")
-    assert [(post.path, post.urls, post.reply.status) for post in engine.wait_for_posts(3)] == [
-        ("/indexnow", [A, B], 200),
-        ("/second", [A, B], 429),
-        ("/second", [A, B], 200),
-    ]
-    assert retry.kwargs["engines"] == [second]
+    posts = [(post.path, post.urls, post.reply.status) for post in engine.wait_for_posts(3)]
+    assert sorted(path for path, _, _ in posts[:2]) == ["/indexnow", "/second"]
+    [refused] = [path for path, _, status in posts[:2] if status == 429]
+    assert posts[2] == (refused, [A, B], 200)
+    assert retry.kwargs["engines"] == [first if refused == "/indexnow" else second]
     assert retry.meta[META_ATTEMPT] == 2
+
+
+TENANTS = [f"t{i}.tenants.test" for i in range(200)]
+
+
+def test_a_flush_on_200_hosts_is_all_delivered_by_a_10_second_job(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    """One POST per host, each answered in 0.1 s: one after another they would outlive
+    the job (rq killed it after 91 hosts); a few at a time they fit."""
+    overrides = queue_settings(
+        indexnow_settings, HOSTS=TENANTS, QUEUE={"TIMEOUT": 10, "RESULT_TTL": 600}
+    )
+    engine.queue_replies(*[Reply(200, delay=0.1)] * len(TENANTS))
+    dispatch([f"https://{host}/p/" for host in TENANTS])
+    [job] = [fetch(redis_conn, job_id) for job_id in all_job_ids(redis_conn)]
+    start_worker(overrides)
+
+    wait_for_status(redis_conn, [job.id], ["finished"], timeout=30)
+    posts = engine.posts
+    assert sorted(post.json["host"] for post in posts) == sorted(TENANTS)
+    assert all(post.urls == [f"https://{post.json['host']}/p/"] for post in posts)
+    assert failed_ids(redis_conn) == []
+
+
+def test_a_job_near_its_timeout_hands_what_is_left_to_a_new_job(
+    engine, indexnow_settings, start_worker, redis_conn
+):
+    """200 hosts answered in 0.4 s each are 10 s of POSTs even eight at a time: the job
+    stops starting POSTs at 6 s of its 10 and a new job of the batch sends the rest."""
+    overrides = queue_settings(
+        indexnow_settings, HOSTS=TENANTS, QUEUE={"TIMEOUT": 10, "RESULT_TTL": 600}
+    )
+    engine.queue_replies(*[Reply(200, delay=0.4)] * len(TENANTS))
+    dispatch([f"https://{host}/p/" for host in TENANTS])
+    [job] = [fetch(redis_conn, job_id) for job_id in all_job_ids(redis_conn)]
+    worker = start_worker(overrides)
+
+    engine.wait_for_posts(len(TENANTS), timeout=60)
+    jobs = wait_for_batch(redis_conn, job.meta[META_BATCH_ID], 2, "finished", timeout=30)
+    first = fetch(redis_conn, job.id)
+    result = first.latest_result().return_value
+    assert result["handed_over"] == [other.id for other in jobs if other.id != job.id]
+    assert sorted(post.json["host"] for post in engine.posts) == sorted(TENANTS)
+    assert failed_ids(redis_conn) == []
+    assert "near its timeout" in worker.output()

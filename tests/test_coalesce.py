@@ -1,0 +1,168 @@
+"""Coalesced delivery (``QUEUE["COALESCE"]``, ``coalesce.py``): the flushes of a window, from
+every process, in one delivery; one Redis round trip per flush; nothing lost when a worker dies.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+import redis
+
+from indexnow_django import coalesce
+from indexnow_django.conf import get_settings
+from indexnow_django.dispatch import dispatch
+from indexnow_django.queue import get_queue
+from indexnow_django.testing import Reply
+from tests.rqhelpers import FAST_RETRY, failed_ids
+from tests.services import ROOT, django_env
+
+WINDOW = 2
+
+
+def coalesce_settings(indexnow_settings: Any, **changes: Any) -> dict[str, Any]:
+    overrides: dict[str, Any] = {
+        "DISPATCH": "queue",
+        "QUEUE": {"COALESCE": WINDOW},
+        "RETRY": dict(FAST_RETRY),
+        "DEBOUNCE": {"CACHE": "shared", "TTL": 600},
+        **changes,
+    }
+    indexnow_settings(**overrides)
+    return overrides
+
+
+def url(i: int) -> str:
+    return f"https://www.example.com/p/{i}/"
+
+
+class RoundTrips:
+    """Counts what this process sends to Redis (a pipeline or a script call is one send)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = redis.connection.AbstractConnection.send_packed_command
+
+        def counted(connection: Any, command: Any, check_health: bool = True) -> None:
+            self.count += 1
+            original(connection, command, check_health)
+
+        monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+
+
+def wait_for_window_start() -> None:
+    """Return at the start of a window, so that what follows stays in one window."""
+    time.sleep(WINDOW - time.time() % WINDOW + 0.01)
+
+
+def test_each_flush_is_one_round_trip_and_the_window_one_job(
+    indexnow_settings, redis_conn, monkeypatch
+):
+    coalesce_settings(indexnow_settings)
+    dispatch([url(0)])  # connected, the script known
+    wait_for_window_start()
+    started = time.time()
+    sent = RoundTrips(monkeypatch)
+    for i in range(1, 21):
+        dispatch([url(i), url(i + 100)])
+    assert time.time() - started < WINDOW  # one window
+
+    assert sent.count == 20
+    queue = get_queue(get_settings())
+    window_jobs = queue.scheduled_job_registry.get_job_ids()
+    assert len(window_jobs) == 2  # the warm-up's window, and this one
+    assert queue.count == 0  # no job per flush
+    assert coalesce.pending_count(queue) == 41
+    job_memory = sum(redis_conn.memory_usage(f"rq:job:{job_id}") for job_id in window_jobs)
+    assert job_memory / 21 < 1024  # bytes of jobs per pending flush
+
+
+def test_a_url_pending_twice_is_one_entry_with_its_last_side(indexnow_settings, redis_conn):
+    coalesce_settings(indexnow_settings)
+    dispatch([url(1), url(2)])
+    dispatch([url(1)], gone=[url(1)])
+    queue = get_queue(get_settings())
+    assert redis_conn.hgetall(coalesce.pending_key(queue.name)) == {
+        url(1).encode(): b"g",
+        url(2).encode(): b"p",
+    }
+
+
+def test_a_forced_flush_is_a_job_of_its_own(indexnow_settings, redis_conn):
+    coalesce_settings(indexnow_settings)
+    dispatch([url(1)], force=True)
+    queue = get_queue(get_settings())
+    assert queue.count == 1
+    assert coalesce.pending_count(queue) == 0
+
+
+def test_redis_down_at_flush_time_sends_from_the_process(
+    indexnow_settings, engine, private_redis, settings
+):
+    coalesce_settings(indexnow_settings)
+    settings.RQ_QUEUES = {"default": {"URL": f"{private_redis.url}/0"}}
+    private_redis.stop()
+    dispatch([url(1)])
+    assert engine.posted_urls() == [url(1)]
+
+
+@pytest.mark.worker
+def test_flushes_from_two_processes_are_one_post_per_window(
+    indexnow_settings, start_worker, engine, redis_conn
+):
+    overrides = coalesce_settings(indexnow_settings)
+    start_worker(overrides)
+    code = (
+        "import time\n"
+        "from indexnow_django.dispatch import dispatch\n"
+        "for i in range(START, START + 10):\n"
+        "    dispatch([f'https://www.example.com/p/{i}/'])\n"
+        "    time.sleep(0.05)\n"
+    )
+    env = django_env(INDEXNOW_TEST_OVERRIDES=json.dumps(overrides))
+    wait_for_window_start()
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "django", "shell", "-c", code.replace("START", str(start))],
+            cwd=ROOT,
+            env=env,
+        )
+        for start in (0, 100)
+    ]
+    for process in processes:
+        assert process.wait(60) == 0
+
+    expected = sorted([url(i) for i in range(10)] + [url(i) for i in range(100, 110)])
+    deadline = time.monotonic() + 20
+    while sorted(engine.posted_urls()) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(engine.posted_urls()) == expected  # each URL once
+    assert len(engine.posts) <= 2  # one per window: the flushes took about a second
+    assert failed_ids(redis_conn) == []
+
+
+@pytest.mark.worker
+def test_a_worker_killed_mid_post_of_a_coalesced_batch_loses_nothing(
+    indexnow_settings, start_worker, engine, redis_conn
+):
+    overrides = coalesce_settings(indexnow_settings, HTTP={"TIMEOUT": 30})
+    engine.queue_replies(Reply(200, delay=25))  # answered after the worker is gone
+    doomed = start_worker(overrides)
+    wait_for_window_start()
+    for i in range(5):
+        dispatch([url(i)])
+    [first] = engine.wait_for_posts(1, timeout=20)
+    assert sorted(first.urls) == [url(i) for i in range(5)]
+    start_worker(overrides)  # the one left running
+    doomed.kill()
+
+    posts = engine.wait_for_posts(2, timeout=90)
+    assert sorted(posts[1].urls) == [url(i) for i in range(5)]
+    time.sleep(3)
+    assert len(engine.posts) == 2
+    assert failed_ids(redis_conn) == []
+    assert coalesce.pending_count(get_queue(get_settings())) == 0
