@@ -118,6 +118,6 @@ def _differences(before: Seen, after: Seen, counts: bool) -> list[str]:
     if not counts and before == after:
         return []
     urls = list(after.urls)
-    if before.public and before.urls != after.urls:
+    if before.urls != after.urls:  # URLs are only ever seen for an object public somewhere
         urls.extend([GoneURL(u) for u in before.urls if u not in after.urls])
     return urls

@@ -284,7 +284,13 @@ def _compared(
     if info.auto:
         changes -= info.auto  # set by the save itself, not by the caller
     if not changes:
-        return (None, True) if plan.attnames is None else None
+        if plan.attnames is not None:
+            return None
+        if plan.related:
+            # Its rows (parler's translations, inline rows) may be saved next, in the
+            # same transaction: what they change is compared with the object as it is now.
+            return see(plan, rebuild(instance, values, info)), True
+        return None, True
     return see(plan, rebuild(instance, values, info)), fields_changed(plan, changes)
 
 

@@ -9,7 +9,7 @@ from tests.settings import INDEXNOW, INSTALLED_APPS, MIDDLEWARE, SITE_ID
 
 INSTALLED_APPS = [
     "modeltranslation",
-    *[app for app in INSTALLED_APPS if app != "tests.testapp"],
+    *[app for app in INSTALLED_APPS if app not in ("tests.testapp", "tests.thirdparty", "parler")],
     "parler",
     "tests.i18n_site.blog",
 ]

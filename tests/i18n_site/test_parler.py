@@ -9,6 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from indexnow_django import batch
+from indexnow_django.tracking import register, unregister
+from tests.i18n_site.blog.indexnow import ArticleIndexNow
 from tests.i18n_site.blog.models import Article
 from tests.i18n_site.fixtures import LANGUAGES, W, posted, run_manage, speaking
 
@@ -44,7 +47,8 @@ def form(obj: Article, tab: str, **changes: str) -> dict[str, str]:
 
 
 def test_saved_by_code_in_any_language(engine) -> None:
-    article(languages=("de", "fr"))
+    with batch():  # the object and its translations: one unit of work
+        article(languages=("de", "fr"))
     assert posted(engine) == urls("de", "fr")
 
 
@@ -90,3 +94,50 @@ def test_indexnow_submit_model_sends_every_translated_language(engine) -> None:
     call_command("indexnow_submit", "--model", "i18n_blog.Article", stdout=out)
     assert "2 accepted" in out.getvalue(), out.getvalue()
     assert posted(engine) == urls("fr", "de")
+
+
+def test_a_slug_change_in_one_language_sends_its_old_and_new_url(admin, engine) -> None:
+    obj = article()
+    engine.reset()
+    response = speaking(admin, "de").post(change(obj, "fr"), form(obj, "fr", slug="b0-neu"))
+    assert response.status_code == 302, response.content[:2000]
+    assert posted(engine) == sorted(
+        [f"{W}/en/article/b0-en/", f"{W}/fr/article/b0-fr/", f"{W}/fr/article/b0-neu/"]
+    )
+
+
+def test_a_translation_deleted_is_sent_as_gone(admin, engine) -> None:
+    obj = article(languages=LANGUAGES)
+    engine.reset()
+    url = reverse("admin:i18n_blog_article_delete_translation", args=[obj.pk, "fr"])
+    response = speaking(admin, "en").post(url, {"post": "yes"})
+    assert response.status_code == 302, response.content[:2000]
+    assert not Article.objects.get(pk=obj.pk).has_translation("fr")
+    assert posted(engine) == urls(*LANGUAGES)
+
+
+def test_fields_cover_the_translated_fields(admin, engine) -> None:
+    obj = article()
+    engine.reset()
+    response = speaking(admin, "fr").post(change(obj, "en"), form(obj, "en", body="new text"))
+    assert response.status_code == 302, response.content[:2000]
+    assert posted(engine) == urls("en", "fr")
+    # A save that changes nothing that fields lists sends nothing.
+    engine.reset()
+    Article.objects.get(pk=obj.pk).save()
+    assert engine.posts == []
+
+
+def test_with_every_field_counting_a_slug_change_sends_its_old_and_new_url(admin, engine) -> None:
+    # fields = None: the admin's save of the article itself (nothing of its own changed)
+    # is compared with the article as stored before its translation is saved.
+    class EveryField(ArticleIndexNow):
+        fields = None
+
+    unregister(Article)
+    register(Article, EveryField)
+    try:
+        test_a_slug_change_in_one_language_sends_its_old_and_new_url(admin, engine)
+    finally:
+        unregister(Article)
+        register(Article, ArticleIndexNow)

@@ -17,8 +17,11 @@ class StoryIndexNow(ModelIndexNow):
 
 @register(Article)
 class ArticleIndexNow(ModelIndexNow):
+    fields = ["status", "title", "slug", "body"]  # title, slug and body are translated
+
     def is_published(self, obj: Article) -> bool:
-        return obj.status == "published" and obj.has_translation()
+        # Asked in each language: public where a translation is stored.
+        return obj.status == "published" and get_language() in obj.get_available_languages()
 
 
 #: The host that serves each language's guides.
