@@ -15,12 +15,14 @@ __all__ = [
     "register",
     "submit",
     "submit_objects",
+    "watch",
 ]
 
 if TYPE_CHECKING:
     from .collector import batch, submit
     from .queryset import IndexNowQuerySet, IndexNowQuerySetMixin, submit_objects
     from .registry import ModelIndexNow, register
+    from .tracking.watch import watch
 
 # The public names are imported lazily so that ``import indexnow_django`` (for
 # instance from settings.py or the HTTP client) never imports Django models.
@@ -32,6 +34,7 @@ _LAZY = {
     "IndexNowQuerySet": "queryset",
     "IndexNowQuerySetMixin": "queryset",
     "submit_objects": "queryset",
+    "watch": "tracking.watch",
 }
 
 

@@ -16,7 +16,7 @@ listens to :data:`registration_changed` to follow registrations made late.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -84,6 +84,11 @@ class ModelIndexNow:
     def urls(self, obj: Any) -> Sequence[str]:
         """The URLs (absolute, or paths joined to ``BASE_URL``) of ``obj``'s pages."""
         return [obj.get_absolute_url()]
+
+    def dependents(self, obj: Any) -> Iterable[Any]:
+        """The objects whose URLs follow from ``obj``'s (a tree's descendants): when a
+        save changes ``obj``, their old and new URLs are submitted too. Default: none."""
+        return ()
 
     def publish_time(self, obj: Any) -> datetime.datetime | None:
         """The value of the :attr:`publish_at` field as a datetime (aware under ``USE_TZ``)."""
@@ -167,6 +172,8 @@ class Plan:
     related: tuple[Related, ...] = ()
     #: Names in ``related`` that are no reverse relation of the model (a system check error).
     unknown_related: tuple[str, ...] = ()
+    #: The registration says which objects' URLs follow from an object's (``dependents``).
+    has_dependents: bool = False
 
 
 @dataclass(frozen=True)
@@ -304,6 +311,7 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
         unknown_fields=tuple(unknown),
         related=_related(model, options, names is None, related_attnames, unknown_related),
         unknown_related=tuple(unknown_related),
+        has_dependents=kind.dependents is not ModelIndexNow.dependents,
     )
 
 

@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     # The apps of docs/third-party.md, and models built on them.
     "taggit",
     "parler",
+    "treebeard",
+    "mptt",
     "tests.thirdparty",
 ]
 

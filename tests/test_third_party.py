@@ -264,3 +264,114 @@ def test_a_name_in_related_that_is_no_reverse_relation_is_a_system_check_error()
         ]
     finally:
         unregister(Untracked)
+
+
+# Trees: dependents() and watch() ---------------------------------------------------------
+
+
+def section_tree() -> Any:
+    """/sections/cat/guides/python/django/ and /sections/cat/other/."""
+    from tests.thirdparty.models import Section
+
+    cat = Section.add_root(slug="cat")
+    guides = cat.add_child(slug="guides")
+    python = Section.objects.get(pk=guides.pk).add_child(slug="python")
+    Section.objects.get(pk=python.pk).add_child(slug="django")
+    Section.objects.get(pk=cat.pk).add_child(slug="other")
+    return Section
+
+
+def test_treebeard_a_parent_rename_submits_its_descendants_old_and_new(engine: Any) -> None:
+    from indexnow_django import batch
+
+    Section = section_tree()
+    engine.reset()
+    guides = Section.objects.get(slug="guides")
+    with batch():
+        guides.slug = "howtos"
+        guides.save()
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        f"{BASE}/sections/cat/{path}"
+        for path in (
+            "howtos/",
+            "guides/",
+            "howtos/python/",
+            "guides/python/",
+            "howtos/python/django/",
+            "guides/python/django/",
+        )
+    )
+
+
+def test_treebeard_a_subtree_move_inside_watch(engine: Any) -> None:
+    import indexnow_django
+
+    Section = section_tree()
+    engine.reset()
+    python = Section.objects.get(slug="python")
+    other = Section.objects.get(slug="other")
+    with transaction.atomic(), indexnow_django.watch([python, *python.get_descendants()]):
+        python.move(other, "last-child")
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        f"{BASE}/sections/cat/{path}"
+        for path in (
+            "other/python/",
+            "guides/python/",
+            "other/python/django/",
+            "guides/python/django/",
+        )
+    )
+    engine.reset()
+    with indexnow_django.watch(Section.objects.all()):
+        pass  # nothing moved
+    assert sent(engine) == []
+
+
+def topic_tree() -> Any:
+    from tests.thirdparty.models import Topic
+
+    cat = Topic.objects.create(slug="cat")
+    guides = Topic.objects.create(slug="guides", parent=cat)
+    python = Topic.objects.create(slug="python", parent=guides)
+    Topic.objects.create(slug="django", parent=python)
+    Topic.objects.create(slug="other", parent=Topic.objects.get(pk=cat.pk))
+    return Topic
+
+
+def test_mptt_a_parent_rename_and_a_subtree_move(engine: Any) -> None:
+    import indexnow_django
+
+    Topic = topic_tree()
+    engine.reset()
+    guides = Topic.objects.get(slug="guides")
+    with indexnow_django.batch():
+        guides.slug = "howtos"
+        guides.save()
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        f"{BASE}/topics/cat/{path}"
+        for path in (
+            "howtos/",
+            "guides/",
+            "howtos/python/",
+            "guides/python/",
+            "howtos/python/django/",
+            "guides/python/django/",
+        )
+    )
+    engine.reset()
+    python = Topic.objects.get(slug="python")
+    with indexnow_django.watch(python.get_descendants(include_self=True)):
+        python.move_to(Topic.objects.get(slug="other"), "last-child")
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        f"{BASE}/topics/cat/{path}"
+        for path in (
+            "other/python/",
+            "howtos/python/",
+            "other/python/django/",
+            "howtos/python/django/",
+        )
+    )

@@ -39,6 +39,7 @@ from .state import (
     ModelInfo,
     Row,
     Standing,
+    TrackedState,
     as_dict,
     changed,
     children,
@@ -54,6 +55,7 @@ from .state import (
     stored_values,
     tracked,
 )
+from .watch import Watch, watched
 
 if TYPE_CHECKING:
     from ..registry import Plan
@@ -87,14 +89,42 @@ def before_save(
     if info is None:
         known.base_save = before_base_save(instance, using, update_fields)
         return
+    if watched(instance):
+        return  # a watch() block submits what its objects' saves change
     row = known_row(known)
     if not instance._state.adding and is_whole(row, info):
         known.before = row  # loaded, or saved, by this process: no work before the save
+    else:
+        try:
+            known.before, known.deferred = _stored_row(instance, info, using)
+        except Exception as error:
+            failed(instance, "work out the stored state before a save", error)
+            return
+    plan = plan_for(sender)
+    if plan is not None and plan.has_dependents and known.before:
+        _watch_dependents(known, plan, info, instance, update_fields, using)
+
+
+def _watch_dependents(
+    known: TrackedState,
+    plan: Plan,
+    info: ModelInfo,
+    instance: models.Model,
+    update_fields: Iterable[str] | None,
+    using: str,
+) -> None:
+    """Before a save that changes an object with ``dependents()``: how the object and
+    the objects whose URLs follow from it look now (their URLs read the stored rows)."""
+    assert known.before
+    values = as_dict(known.before, info)
+    if not changed(values, instance.__dict__, instance, info, update_fields):
         return
     try:
-        known.before, known.deferred = _stored_row(instance, info, using)
+        stored = rebuild(instance, values, info)
+        known.before_seen = see(plan, stored)
+        known.watching = Watch(plan.options.dependents(stored), using)
     except Exception as error:
-        failed(instance, "work out the stored state before a save", error)
+        failed(instance, "work out the URLs of the objects that follow from it", error)
 
 
 def _stored_row(
@@ -158,6 +188,8 @@ def after_save(
         saved = remember(instance, saved_attnames(instance, update_fields))
     connection = thread_connection(using)
     standing = keep_row(known, saved, connection)
+    before_seen, known.before_seen = known.before_seen, None
+    watching, known.watching = known.watching, None
     if before is None:
         return
     plan = plan_for(sender)
@@ -174,9 +206,12 @@ def after_save(
             update_fields,
             deferred,
             using,
-            later=later,
+            later=later and before_seen is None,
             standing=standing,
+            before_seen=before_seen,
         )
+    if watching is not None:
+        watching.finish()
 
 
 # 3. What it submits -----------------------------------------------------------------------
@@ -194,6 +229,7 @@ def settle(
     *,
     later: bool,
     standing: Standing | None = None,
+    before_seen: Seen | None = None,
 ) -> None:
     """Submit what a save changed, worked out when that is right and cheapest.
 
@@ -201,12 +237,12 @@ def settle(
     out at the end of the unit, together with its other saves (that costs less).
     ``standing``: inside a transaction, whether the save still stands.
     """
-    args = (plan, info, before, instance, saved, update_fields, deferred, using)
+    args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
     connection = thread_connection(using)
     if connection.in_atomic_block:
         # The state before is seen now; what the object is at the commit, then.
         try:
-            compared = _compared(plan, info, before, instance, saved, update_fields)
+            compared = _compared(plan, info, before, instance, saved, update_fields, before_seen)
         except Exception as error:
             failed(instance, "work out the stored state before a save", error)
             return
@@ -244,6 +280,7 @@ def urls_of_save(
     update_fields: Iterable[str] | None,
     deferred: dict[str, Any] | None,
     using: str,
+    before_seen: Seen | None = None,
 ) -> list[str]:
     """The URLs of a save (see the change table). Never raises (a failure is logged).
 
@@ -251,7 +288,7 @@ def urls_of_save(
     it wrote (the instance may have been edited since).
     """
     try:
-        compared = _compared(plan, info, before, instance, saved, update_fields)
+        compared = _compared(plan, info, before, instance, saved, update_fields, before_seen)
     except Exception as error:
         failed(instance, "work out the stored state before a save", error)
         return []
@@ -272,6 +309,7 @@ def _compared(
     instance: models.Model,
     saved: dict[str, Any],
     update_fields: Iterable[str] | None,
+    before_seen: Seen | None = None,
 ) -> tuple[Seen | None, bool] | None:
     """The object as stored before the save (``None``: the same as after it) and whether
     a field of ``fields`` changed; ``None`` when the save changed nothing that counts.
@@ -289,9 +327,11 @@ def _compared(
         if plan.related:
             # Its rows (parler's translations, inline rows) may be saved next, in the
             # same transaction: what they change is compared with the object as it is now.
-            return see(plan, rebuild(instance, values, info)), True
+            return before_seen or see(plan, rebuild(instance, values, info)), True
         return None, True
-    return see(plan, rebuild(instance, values, info)), fields_changed(plan, changes)
+    if before_seen is None:  # seen before the save when objects follow from it
+        before_seen = see(plan, rebuild(instance, values, info))
+    return before_seen, fields_changed(plan, changes)
 
 
 def _as_saved(

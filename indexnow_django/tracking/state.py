@@ -79,6 +79,10 @@ class TrackedState:
     #: Set by ``pre_save``/``pre_delete`` of a row that belongs to registered objects
     #: (:mod:`.related`): how they looked before it changed.
     owners_before: list[Any] | None = None
+    #: Set by ``pre_save`` of an object with ``dependents()``: how it looked, and the
+    #: watch of the objects whose URLs follow from it (a :class:`~.watch.Watch`).
+    before_seen: Any = None
+    watching: Any = None
 
     def __init__(self, owner: int, row: Row | None) -> None:
         #: ``id()`` of the instance this state belongs to (a copy of it shares ``_state``).

@@ -7,7 +7,7 @@ from typing import Any
 from taggit.models import Tag
 
 from indexnow_django import ModelIndexNow, register
-from tests.thirdparty.models import Guide, Lesson, Note
+from tests.thirdparty.models import Guide, Lesson, Note, Section, Topic
 
 
 @register(Lesson)
@@ -50,3 +50,17 @@ class GuideIndexNow(ModelIndexNow):
             f"/{code}/guides/{obj.safe_translation_getter('slug', language_code=code)}/"
             for code in sorted(obj.get_available_languages())
         ]
+
+
+@register(Section)
+class SectionIndexNow(ModelIndexNow):
+    """A node's descendants' URLs follow from its slug."""
+
+    def dependents(self, obj: Any) -> Any:
+        return obj.get_descendants()
+
+
+@register(Topic)
+class TopicIndexNow(ModelIndexNow):
+    def dependents(self, obj: Any) -> Any:
+        return obj.get_descendants()

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from mptt.models import MPTTModel, TreeForeignKey
 from parler.models import TranslatableModel, TranslatedFields
 from taggit.managers import TaggableManager
+from treebeard.mp_tree import MP_Node
 
 
 class Lesson(models.Model):
@@ -60,3 +62,31 @@ class Guide(TranslatableModel):
 
     def __str__(self) -> str:
         return str(self.safe_translation_getter("title", any_language=True))
+
+
+class Section(MP_Node):
+    """A django-treebeard tree whose URLs are the path of slugs from the root."""
+
+    slug = models.SlugField()
+
+    def __str__(self) -> str:
+        return str(self.slug)
+
+    def get_absolute_url(self) -> str:
+        return "/sections/" + "".join(f"{node.slug}/" for node in [*self.get_ancestors(), self])
+
+
+class Topic(MPTTModel):
+    """The same with django-mptt."""
+
+    slug = models.SlugField()
+    parent = TreeForeignKey(
+        "self", null=True, blank=True, related_name="children", on_delete=models.CASCADE
+    )
+
+    def __str__(self) -> str:
+        return str(self.slug)
+
+    def get_absolute_url(self) -> str:
+        path = "".join(f"{node.slug}/" for node in self.get_ancestors(include_self=True))
+        return f"/topics/{path}"
