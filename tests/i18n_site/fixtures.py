@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from indexnow_django.testing import LoopbackEngine
-from tests.i18n_site.blog.models import Story
+from tests.i18n_site.blog.models import Article, Story
 from tests.services import run_django
 
 __all__ = ["_i18n_db", "admin"]
@@ -48,6 +48,17 @@ def story(status: str = "published", *, languages: tuple[str, ...] = LANGUAGES, 
         values[f"body_{language}"] = f"text {language}"
     values.update(fields)
     return Story.objects.create(**values)
+
+
+def article(status: str = "published", languages: tuple[str, ...] = ("en", "fr")) -> Article:
+    """An article translated into ``languages`` (slug ``b0-<language>``), saved by code."""
+    obj = Article(status=status)
+    for language in languages:
+        obj.set_current_language(language)
+        obj.title = f"b0 {language}"
+        obj.slug = f"b0-{language}"
+    obj.save()
+    return Article.objects.get(pk=obj.pk)
 
 
 def story_urls(name: str, languages: tuple[str, ...] = LANGUAGES) -> list[str]:

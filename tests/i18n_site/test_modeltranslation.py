@@ -18,6 +18,7 @@ from tests.i18n_site.blog.models import Story
 from tests.i18n_site.fixtures import (
     LANGUAGES,
     W,
+    article,
     posted,
     run_manage,
     speaking,
@@ -175,6 +176,13 @@ def test_a_worker_sends_every_language_and_a_scheduled_publication_too(
     engine.wait_for_posts(1, timeout=60)
     assert posted(engine) == story_urls("w2")
     assert Story.objects.get(pk=later.pk).status == "published"
+
+    # A django-parler article published by a job: every language it is translated into.
+    engine.reset()
+    draft = article("draft", languages=("en", "de"))
+    django_rq.get_queue("default").enqueue("tests.i18n_site.blog.jobs.publish_articles", [draft.pk])
+    engine.wait_for_posts(1, timeout=60)
+    assert posted(engine) == [f"{W}/de/article/b0-de/", f"{W}/en/article/b0-en/"]
 
 
 def test_indexnow_explain_shows_the_urls_of_every_language(engine) -> None:

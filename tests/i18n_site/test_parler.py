@@ -13,18 +13,7 @@ from indexnow_django import batch
 from indexnow_django.tracking import register, unregister
 from tests.i18n_site.blog.indexnow import ArticleIndexNow
 from tests.i18n_site.blog.models import Article
-from tests.i18n_site.fixtures import LANGUAGES, W, posted, run_manage, speaking
-
-
-def article(status: str = "published", languages: tuple[str, ...] = ("en", "fr")) -> Article:
-    """An article translated into ``languages`` (slug ``b0-<language>``), saved by code."""
-    obj = Article(status=status)
-    for language in languages:
-        obj.set_current_language(language)
-        obj.title = f"b0 {language}"
-        obj.slug = f"b0-{language}"
-    obj.save()
-    return Article.objects.get(pk=obj.pk)
+from tests.i18n_site.fixtures import LANGUAGES, W, article, posted, run_manage, speaking
 
 
 def urls(*languages: str) -> list[str]:
