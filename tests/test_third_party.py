@@ -375,3 +375,38 @@ def test_mptt_a_parent_rename_and_a_subtree_move(engine: Any) -> None:
             "howtos/python/django/",
         )
     )
+
+
+# django-import-export ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_bulk", [False, True], ids=["saves", "bulk"])
+def test_an_import_submits_what_it_created_and_changed_once(engine: Any, use_bulk: bool) -> None:
+    import tablib
+    from import_export import resources
+
+    from indexnow_django import batch
+
+    class LessonResource(resources.ModelResource):
+        class Meta:
+            model = Lesson
+            fields = ("id", "slug")
+
+    LessonResource._meta.use_bulk = use_bulk
+    existing = Lesson.objects.create(slug="old")
+    engine.reset()
+    dataset = tablib.Dataset(headers=["id", "slug"])
+    dataset.append([existing.pk, "renamed"])
+    dataset.append(["", "imported"])
+    # A dry run (the admin's preview) rolls back: nothing is submitted.
+    result = LessonResource().import_data(dataset, dry_run=True)
+    assert not result.has_errors()
+    assert sent(engine) == []
+    with batch():  # as the admin's import request is one unit of work
+        result = LessonResource().import_data(dataset, dry_run=False)
+    assert not result.has_errors()
+    assert Lesson.objects.get(pk=existing.pk).slug == "renamed"
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        [f"{BASE}/lessons/renamed/", f"{BASE}/lessons/old/", f"{BASE}/lessons/imported/"]
+    )

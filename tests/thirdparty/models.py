@@ -11,11 +11,16 @@ from parler.models import TranslatableModel, TranslatedFields
 from taggit.managers import TaggableManager
 from treebeard.mp_tree import MP_Node
 
+from indexnow_django import IndexNowQuerySet
+
 
 class Lesson(models.Model):
     """Its ``__init__`` sets an attribute that its URL reads (as parler's models do)."""
 
     slug = models.SlugField()
+
+    #: Bulk changes submit too (django-import-export's use_bulk).
+    objects = IndexNowQuerySet.as_manager()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
