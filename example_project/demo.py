@@ -636,6 +636,9 @@ def forget_queue(name: str) -> None:
                 registry.remove(job_id, delete_job=True)
             queue.connection.delete(registry.key)
         queue.delete(delete_jobs=True)
+        # What else the queue's name keys (the counts of its delivery jobs, say).
+        for key in queue.connection.scan_iter(match=f"*{name}*"):
+            queue.connection.delete(key)
     except Exception as exc:  # the demo is ending: say so, do not fail
         say(f"(could not remove the demo's queue {name!r} from Redis: {exc})")
 

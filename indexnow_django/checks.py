@@ -270,8 +270,10 @@ def check_key_file_url(
 
 
 def register_checks() -> None:
-    from .languages import check_languages  # indexnow.E030
-    from .registry import check_registrations  # indexnow.E031
+    from .registry import (
+        check_languages,  # indexnow.E030
+        check_registrations,  # indexnow.E031
+    )
     from .scheduling import check_scheduling  # indexnow.W003
 
     checks.register(check_settings, "indexnow")

@@ -31,7 +31,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
-from django.core import checks
 from django.utils import timezone, translation
 
 if TYPE_CHECKING:
@@ -43,7 +42,6 @@ __all__ = [
     "ALL",
     "CURRENT",
     "LanguageState",
-    "check_languages",
     "clear_cache",
     "combined",
     "in_language",
@@ -206,44 +204,3 @@ def translated_attnames(model: type[models.Model], name: str) -> list[str]:
         if isinstance(field, Field) and field.concrete and not field.many_to_many:
             found.append(field.attname)
     return found
-
-
-# Checks ----------------------------------------------------------------------------------
-
-
-def check_languages(
-    app_configs: Sequence[Any] | None = None, **kwargs: Any
-) -> list[checks.CheckMessage]:
-    """``indexnow.E030``: a registration's ``languages`` is not ``None``, ``"all"``,
-    ``"current"`` or a list of codes of ``settings.LANGUAGES``."""
-    from .registry import registry
-
-    known = set(all_languages())
-    errors: list[checks.CheckMessage] = []
-    for model, options in sorted(registry.items(), key=lambda item: item[0]._meta.label):
-        wanted = options.languages
-        if wanted is None or wanted in (ALL, CURRENT):
-            continue
-        label = f"{type(options).__qualname__} for {model._meta.label}"
-        if isinstance(wanted, str) or not all(isinstance(code, str) for code in wanted):
-            problem = f"languages is {wanted!r}"
-        else:
-            unknown = [code for code in wanted if code not in known]
-            if not unknown and wanted:
-                continue
-            problem = (
-                f"languages names {', '.join(map(repr, unknown))}, not in settings.LANGUAGES"
-                if unknown
-                else "languages is an empty list"
-            )
-        errors.append(
-            checks.Error(
-                f"{label}: {problem}.",
-                hint="Set languages to None (follow the URLconf: every language with "
-                "i18n_patterns), 'all', 'current', or a list of codes of settings.LANGUAGES "
-                f"({', '.join(sorted(known))}).",
-                obj=type(options),
-                id="indexnow.E030",
-            )
-        )
-    return errors

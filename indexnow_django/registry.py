@@ -448,3 +448,41 @@ def get_registration(model: type[models.Model]) -> ModelIndexNow | None:
 def autodiscover() -> None:
     """Import every installed app's ``indexnow`` module, as the admin does with ``admin``."""
     autodiscover_modules("indexnow")
+
+
+def check_languages(**kwargs: Any) -> list[Any]:
+    """``indexnow.E030``: a registration's ``languages`` is not ``None``, ``"all"``,
+    ``"current"`` or a list of codes of ``settings.LANGUAGES``."""
+    from django.core import checks
+
+    from .languages import ALL, CURRENT, all_languages
+
+    known = set(all_languages())
+    errors: list[Any] = []
+    for model, options in sorted(registry.items(), key=lambda item: item[0]._meta.label):
+        wanted = options.languages
+        if wanted is None or wanted in (ALL, CURRENT):
+            continue
+        label = f"{type(options).__qualname__} for {model._meta.label}"
+        if isinstance(wanted, str) or not all(isinstance(code, str) for code in wanted):
+            problem = f"languages is {wanted!r}"
+        else:
+            unknown = [code for code in wanted if code not in known]
+            if not unknown and wanted:
+                continue
+            problem = (
+                f"languages names {', '.join(map(repr, unknown))}, not in settings.LANGUAGES"
+                if unknown
+                else "languages is an empty list"
+            )
+        errors.append(
+            checks.Error(
+                f"{label}: {problem}.",
+                hint="Set languages to None (follow the URLconf: every language with "
+                "i18n_patterns), 'all', 'current', or a list of codes of settings.LANGUAGES "
+                f"({', '.join(sorted(known))}).",
+                obj=type(options),
+                id="indexnow.E030",
+            )
+        )
+    return errors

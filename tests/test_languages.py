@@ -92,8 +92,7 @@ def test_languages_not_in_settings_are_a_check_error(settings) -> None:
     from django.core import checks
 
     from indexnow_django import ModelIndexNow
-    from indexnow_django.languages import check_languages
-    from indexnow_django.registry import register, unregister
+    from indexnow_django.registry import check_languages, register, unregister
     from tests.testapp.models import Untracked
 
     settings.LANGUAGES = LANGUAGES
