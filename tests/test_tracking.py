@@ -844,3 +844,15 @@ def test_a_save_rolled_back_with_its_savepoint_first_leaves_no_trace(engine: Any
         post.save()  # the row still holds "first"
     assert Post.objects.get(pk=post.pk).slug == "first-ghost"  # the instance kept its edit
     assert sent(engine) == [[f"{BASE}/posts/first-ghost/", f"{BASE}/posts/first/"]]
+
+
+def test_a_rolled_back_savepoint_in_an_atomic_request_leaves_no_trace(
+    engine: Any, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    post = published("x")
+    engine.reset()
+    monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", True)
+    response = client.get(f"/posts/{post.pk}/rename-twice/")
+    assert response.status_code == 200
+    assert Post.objects.get(pk=post.pk).slug == "x-kept"
+    assert sent(engine) == [[f"{BASE}/posts/x-kept/", f"{BASE}/posts/x/"]]
