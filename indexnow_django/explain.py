@@ -306,17 +306,11 @@ def _deliveries(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]]
     """The last POSTs that carried any of ``urls``, newest first; ``None`` without history."""
     if not conf.history_enabled or not urls:
         return None if not conf.history_enabled else []
-    from django.db.models import Q
-
-    from .history import has_url, padded_urls
+    from .history import with_urls
     from .models import Delivery
 
-    condition = Q()
-    for url in urls:
-        condition |= has_url(url)
     rows = (
-        Delivery.objects.annotate(padded=padded_urls())
-        .filter(condition)
+        with_urls(Delivery.objects.all(), urls)
         .order_by("-sent_at")
         .values(
             "sent_at", "engine", "host", "outcome", "status", "batch_id", "attempt", "url_count"

@@ -230,3 +230,20 @@ def test_a_worker_records_each_attempt_with_its_job(
     assert first.batch_id == second.batch_id
     assert first.job_id and second.job_id and first.job_id != second.job_id
     assert first.queue == second.queue == "default"
+
+
+def test_a_look_up_by_url_is_served_by_an_index_on_postgresql():
+    from indexnow_django.history import with_urls
+
+    make_delivery(urls="https://www.example.com/p/1/\nhttps://www.example.com/p/2/")
+    make_delivery(urls="https://www.example.com/p/10/")
+    found = with_urls(Delivery.objects.all(), ["https://www.example.com/p/1/"])
+    assert [row.url_list for row in found] == [
+        ["https://www.example.com/p/1/", "https://www.example.com/p/2/"]
+    ]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # the table is tiny here: no scans
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        assert "indexnow_delivery_url_hashes" in found.explain()
+    else:  # no such index elsewhere: the same answer, from the URL texts
+        assert "indexnow_delivery_url_hashes" not in found.explain()
