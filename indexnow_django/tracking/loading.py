@@ -18,7 +18,7 @@ from django.db import models
 from django.utils.inspect import func_accepts_kwargs, func_supports_parameter
 
 from ..compat import keep_state
-from .state import MISSING, ModelInfo, TrackedState, remember, tracked
+from .state import MISSING, ModelInfo, TrackedState, plain_from_db, remember, tracked
 
 __all__ = ["patch_tracked_classes"]
 
@@ -45,10 +45,12 @@ def patch_tracked_classes(classes: Mapping[type[models.Model], ModelInfo]) -> No
     _patched.clear()
     _loading_hooks.clear()
     _refresh_hooks.clear()
+    plain_from_db.clear()
     for cls in sorted(classes, key=lambda c: len(c.__mro__)):
         loader = getattr(cls.from_db, "__func__")  # noqa: B009 (the function of the classmethod)
         mutable = classes[cls].mutable
         inherited = _loading_hooks.get(loader)
+        plain_from_db[cls] = inherited[0] if inherited is not None else loader
         if inherited is None:
             _patch(cls, "from_db", classmethod(_loading_hook(loader, mutable)))
         elif inherited[1] != mutable:

@@ -10,7 +10,7 @@ object as stored from it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import models
@@ -186,6 +186,9 @@ def model_info(model: type[models.Model]) -> ModelInfo:
 
 #: Tracked models (registered, or subclasses of registered ones).
 tracked: dict[type[models.Model], ModelInfo] = {}
+#: The ``from_db`` of each tracked class without the loading hook (the class's own, or
+#: Django's), as a function: objects built for comparison need no state of their own.
+plain_from_db: dict[type[models.Model], Callable[..., models.Model]] = {}
 #: Untracked models with tracked multi-table children, deepest children first.
 children: dict[type[models.Model], list[type[models.Model]]] = {}
 
@@ -258,7 +261,12 @@ def rebuild(
     if info is None:
         info = info_of(model)
     names = [a for a in info.attnames if a in values]
-    old: models.Model = model.from_db(instance._state.db, names, [values[a] for a in names])
+    plain = plain_from_db.get(model)
+    old: models.Model = (
+        plain(model, instance._state.db, names, [values[a] for a in names])
+        if plain is not None
+        else model.from_db(instance._state.db, names, [values[a] for a in names])
+    )
     if info.relations:
         # Related objects cached on the instance are still right where their key did not change.
         cache = instance._state.fields_cache
