@@ -1,8 +1,12 @@
 """The rq job that sends a flush's URLs, retries through rq's scheduler, and fails finally.
 
-:func:`deliver` runs in a worker. It sends through
-:func:`indexnow_django.submitter.deliver_now` (debounce, group by host, split,
-one POST per batch and engine) and then, from what each engine answered:
+:func:`deliver` runs in a worker. Its work is :func:`run_delivery`, which the
+``django.tasks`` task (:mod:`indexnow_django.tasks`) runs too, each with its own
+:class:`Transport` for what it sends later (retries, throttled POSTs): it sends
+through :func:`indexnow_django.submitter.deliver_now` (debounce, group by host,
+split, one POST per batch and engine) and then, from what each engine answered:
+
+
 
 * accepted: recorded in the debounce store (by the submitter);
 * retryable (429, 5xx, timeout, network error, ``SiteVerificationNotCompleted``):
@@ -34,7 +38,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import signals
 from .client import Outcome, PostResult
@@ -65,12 +69,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "Transport",
     "deliver",
     "deliver_window",
     "hand_over_after",
     "rejection_hint",
     "resend_orphans",
     "resend_stranded",
+    "run_delivery",
 ]
 
 
@@ -132,50 +138,162 @@ def deliver(
             "retry_jobs": [],
             "skipped": "twin ran",
         }
-    # A worker never sleeps for the throttle: POSTs it holds back become later jobs.
-    can_defer = job is not None and get_queue(conf).is_async
+    transport = _Queue(get_queue(conf), conf, in_worker=job is not None)
     deadline = _hand_over_at(job, conf)
-    with _alive_while_sending(job, conf):
-        report = deliver_now(
+    try:
+        with _alive_while_sending(job, conf):
+            return run_delivery(
+                urls,
+                gone=gone,
+                batch_id=batch_id,
+                attempt=attempt,
+                engines=engines,
+                force=force,
+                slot=slot,
+                deadline=deadline,
+                conf=conf,
+                transport=transport,
+            )
+    except (SubmissionRejected, RetriesExhausted):
+        if job is not None:
+            job.meta[META_FAILED_AT] = attempt  # a requeue starts over
+            job.save_meta()  # type: ignore[no-untyped-call]
+        raise
+
+
+class Transport(Protocol):
+    """What :func:`run_delivery` needs of whatever runs it: an rq job, a ``django.tasks`` task."""
+
+    #: What a failure message tells the user to do to send again.
+    again: str
+    #: A worker runs the delivery: it never sleeps for the throttle, it sends later.
+    in_worker: bool
+
+    def cannot_defer(self) -> str | None:
+        """Why a delivery cannot be put off here (a retry, a throttled POST), or ``None``."""
+
+    def send_later(
+        self,
+        urls: Sequence[str],
+        *,
+        gone: Sequence[str],
+        batch_id: str,
+        attempt: int,
+        engines: Sequence[str],
+        force: bool,
+        delay: float,
+        slot: float | None = None,
+    ) -> str:
+        """Put a new delivery of ``urls`` on the transport in ``delay`` seconds; its id."""
+
+
+class _Queue:
+    """Later deliveries as new rq jobs on the queue, through rq's scheduler."""
+
+    again = "Requeue the job to try again."
+
+    def __init__(self, queue: Queue, conf: IndexNowSettings, *, in_worker: bool = True) -> None:
+        self.queue = queue
+        self.conf = conf
+        self.in_worker = in_worker  # not a call by hand, which can wait instead
+
+    def cannot_defer(self) -> str | None:
+        if self.queue.is_async:
+            return None
+        return (
+            f"queue {self.queue.name!r} runs jobs synchronously (ASYNC: False) and cannot "
+            "delay a job"
+        )
+
+    def send_later(
+        self,
+        urls: Sequence[str],
+        *,
+        gone: Sequence[str],
+        batch_id: str,
+        attempt: int,
+        engines: Sequence[str],
+        force: bool,
+        delay: float,
+        slot: float | None = None,
+    ) -> str:
+        job = enqueue_delivery(
+            self.queue,
             urls,
             gone=gone,
+            batch_id=batch_id,
+            attempt=attempt,
             engines=engines,
             force=force,
-            batch_id=batch_id,
-            conf=conf,
-            attempt=attempt,
-            wait=not can_defer,
+            delay=delay,
             slot=slot,
-            deadline=deadline,
+            conf=self.conf,
         )
-    deferred_jobs = _defer(report, batch_id, attempt, force, conf)
-    handed_over = _hand_over(report, batch_id, attempt, force, conf) if report.left else []
+        return str(job.id)
+
+
+def run_delivery(
+    urls: Sequence[str],
+    *,
+    gone: Sequence[str] = (),
+    batch_id: str,
+    attempt: int = 1,
+    engines: Sequence[str] | None = None,
+    force: bool = False,
+    slot: float | None = None,
+    deadline: float | None = None,
+    conf: IndexNowSettings,
+    transport: Transport,
+) -> dict[str, Any]:
+    """One delivery run by a worker, whatever the transport: send, then settle the answers.
+
+    Sends through :func:`~indexnow_django.submitter.deliver_now`; what the
+    throttle holds back and each retryable answer become new deliveries on
+    ``transport`` (one per engine), a final rejection or the last attempt
+    raises. ``deadline`` (a ``time.monotonic()``): no POST starts after it, what is
+    left goes to new deliveries at once. Returns the summary a job or task keeps.
+    """
+    # A worker never sleeps for the throttle: POSTs it holds back become later deliveries.
+    can_defer = transport.in_worker and transport.cannot_defer() is None
+    report = deliver_now(
+        urls,
+        gone=gone,
+        engines=engines,
+        force=force,
+        batch_id=batch_id,
+        conf=conf,
+        attempt=attempt,
+        wait=not can_defer,
+        slot=slot,
+        deadline=deadline,
+    )
+    deferred_jobs = _defer(report, batch_id, attempt, force, conf, transport)
+    handed_over = (
+        _hand_over(report, batch_id, attempt, force, conf, transport) if report.left else []
+    )
     if engines is not None and not report.results and not report.debounced and not deferred_jobs:
         configured = {e.endpoint for e in conf.engines} | {e.name for e in conf.engines}
-        gone = [engine for engine in engines if engine not in configured]
-        if gone:
+        dropped = [engine for engine in engines if engine not in configured]
+        if dropped:
             logger.warning(
                 "IndexNow retry dropped batch=%s attempt=%d: engine(s) %s no longer in "
                 "INDEXNOW['ENGINES']",
                 batch_id,
                 attempt,
-                ", ".join(gone),
+                ", ".join(dropped),
             )
 
     retry_jobs: list[str] = []
     exhausted: list[PostResult] = []
     if report.retryable:
-        retry_jobs, exhausted = _retry(report, batch_id, attempt, force, conf)
+        retry_jobs, exhausted = _retry(report, batch_id, attempt, force, conf, transport)
 
     if exhausted:
         signals.given_up(exhausted, attempt=attempt, batch_id=batch_id)
-    if report.rejected or exhausted:
-        if job is not None:
-            job.meta[META_FAILED_AT] = attempt  # a requeue starts over
-            job.save_meta()  # type: ignore[no-untyped-call]
-        if report.rejected:
-            raise _rejected(report.rejected, exhausted, batch_id, attempt, conf)
-        raise _exhausted(exhausted, batch_id, attempt, conf)
+    if report.rejected:
+        raise _rejected(report.rejected, exhausted, batch_id, attempt, conf)
+    if exhausted:
+        raise _exhausted(exhausted, batch_id, attempt, conf, transport)
     summary: dict[str, Any] = {
         "batch_id": batch_id,
         "attempt": attempt,
@@ -191,20 +309,23 @@ def deliver(
 
 
 def _defer(
-    report: DeliveryReport, batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
+    report: DeliveryReport,
+    batch_id: str,
+    attempt: int,
+    force: bool,
+    conf: IndexNowSettings,
+    transport: Transport,
 ) -> list[str]:
-    """One job per engine for what the throttle held back, due at its slot; their ids.
+    """One delivery per engine for what the throttle held back, due at its slot; their ids.
 
     The same attempt: being held back is no attempt. The slot taken goes with the job,
     so that it is sent in it rather than queueing again behind later POSTs.
     """
     if not report.deferred:
         return []
-    queue = get_queue(conf)
     job_ids: list[str] = []
     for held in report.deferred:
-        job = enqueue_delivery(
-            queue,
+        job_id = transport.send_later(
             held.urls,
             gone=[url for url in held.urls if url in report.gone],
             batch_id=batch_id,
@@ -213,7 +334,6 @@ def _defer(
             force=force,
             delay=held.delay,
             slot=held.slot,
-            conf=conf,
         )
         logger.info(
             "IndexNow throttled batch=%s engine=%s count=%d in=%.1fs job=%s "
@@ -222,10 +342,10 @@ def _defer(
             held.engine.name,
             len(held.urls),
             held.delay,
-            job.id,
+            job_id,
             conf.throttle_per_minute,
         )
-        job_ids.append(job.id)
+        job_ids.append(job_id)
     return job_ids
 
 
@@ -246,34 +366,37 @@ def _hand_over_at(job: Job | None, conf: IndexNowSettings) -> float | None:
 
 
 def _hand_over(
-    report: DeliveryReport, batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
+    report: DeliveryReport,
+    batch_id: str,
+    attempt: int,
+    force: bool,
+    conf: IndexNowSettings,
+    transport: Transport,
 ) -> list[str]:
-    """Put what the job had no time to send in new jobs, one per engine; return their ids."""
-    queue = get_queue(conf)
+    """Put what the delivery had no time to send in new ones, one per engine; their ids."""
     by_engine: dict[str, list[str]] = {}
     for engine, urls in report.left:
         by_engine.setdefault(engine.endpoint, []).extend(urls)
     job_ids: list[str] = []
     for endpoint, urls in by_engine.items():
-        job = enqueue_delivery(
-            queue,
+        job_id = transport.send_later(
             urls,
             gone=[url for url in urls if url in report.gone],
             batch_id=batch_id,
             attempt=attempt,
             engines=[endpoint],
             force=force,
-            conf=conf,
+            delay=0,
         )
         logger.info(
             "IndexNow handed over batch=%s count=%d job=%s: the job is near its timeout "
             "(QUEUE['TIMEOUT'] %ss)",
             batch_id,
             len(urls),
-            job.id,
+            job_id,
             conf.queue_timeout,
         )
-        job_ids.append(job.id)
+        job_ids.append(job_id)
     return job_ids
 
 
@@ -419,26 +542,24 @@ def _unanswered(job: Job, conf: IndexNowSettings, message: str) -> list[PostResu
 
 
 def _retry(
-    report: DeliveryReport, batch_id: str, attempt: int, force: bool, conf: IndexNowSettings
+    report: DeliveryReport,
+    batch_id: str,
+    attempt: int,
+    force: bool,
+    conf: IndexNowSettings,
+    transport: Transport,
 ) -> tuple[list[str], list[PostResult]]:
-    """Schedule one new job per engine; return their ids and the results not retried."""
+    """Send one new delivery per engine later; return their ids and the results not retried."""
     results = report.retryable
     if attempt >= conf.retry.max_attempts:
         return [], results
-    queue = get_queue(conf)
-    if not queue.is_async:
-        logger.warning(
-            "IndexNow not retried batch=%s attempt=%d: queue %r is synchronous (ASYNC: False) "
-            "and cannot delay a job",
-            batch_id,
-            attempt,
-            queue.name,
-        )
+    refusal = transport.cannot_defer()
+    if refusal is not None:
+        logger.warning("IndexNow not retried batch=%s attempt=%d: %s", batch_id, attempt, refusal)
         return [], results
     job_ids: list[str] = []
     for retry in conf.retry.plan(results, attempt):
-        job = enqueue_delivery(
-            queue,
+        job_id = transport.send_later(
             retry.urls,
             gone=[url for url in retry.urls if url in report.gone],
             batch_id=batch_id,
@@ -446,7 +567,6 @@ def _retry(
             engines=[retry.engine.endpoint],
             force=force,
             delay=retry.delay,
-            conf=conf,
         )
         first = retry.results[0]
         logger.warning(
@@ -458,10 +578,10 @@ def _retry(
             retry.attempt,
             conf.retry.max_attempts,
             retry.delay,
-            job.id,
+            job_id,
             " error=" + first.error if first.error else "",
         )
-        job_ids.append(job.id)
+        job_ids.append(job_id)
     return job_ids, []
 
 
@@ -497,20 +617,21 @@ def _rejected(
 
 
 def _exhausted(
-    exhausted: list[PostResult], batch_id: str, attempt: int, conf: IndexNowSettings
+    exhausted: list[PostResult],
+    batch_id: str,
+    attempt: int,
+    conf: IndexNowSettings,
+    transport: Transport,
 ) -> RetriesExhausted:
     maximum = conf.retry.max_attempts
     if attempt >= maximum:
         why = f"gave up after {attempt} attempts (RETRY['MAX_ATTEMPTS'] is {maximum})"
     else:
-        why = (
-            f"not retried after attempt {attempt} of {maximum}: the queue runs jobs "
-            "synchronously (ASYNC: False) and cannot delay a retry"
-        )
+        why = f"not retried after attempt {attempt} of {maximum}: {transport.cannot_defer()}"
     details = "; ".join(_describe(r) for r in exhausted)
     logger.error("IndexNow failed batch=%s attempt=%d/%d: %s", batch_id, attempt, maximum, why)
     return RetriesExhausted(
-        f"IndexNow batch {batch_id} {why}: {details}. Requeue the job to try again.",
+        f"IndexNow batch {batch_id} {why}: {details}. {transport.again}",
         attempts=attempt,
     )
 
