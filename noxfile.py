@@ -63,10 +63,16 @@ def wagtail(session: nox.Session, wagtail: str, django: str) -> None:
 
 @nox.session(python="3.12")
 def tests_postgres(session: nox.Session) -> None:
-    """Change tracking, units of work and bulk changes on PostgreSQL (127.0.0.1:5432, trust)."""
+    """Change tracking, units of work, bulk changes and django-tasks-db's worker on PostgreSQL
+    (127.0.0.1:5432, trust)."""
     session.install("-e", ".[test]", "psycopg[binary]>=3.1")
     session.env["INDEXNOW_TEST_DATABASE"] = "postgres"
-    files = ["tests/test_tracking.py", "tests/test_collector.py", "tests/test_queryset.py"]
+    files = [
+        "tests/test_tracking.py",
+        "tests/test_collector.py",
+        "tests/test_queryset.py",
+        "tests/test_tasks.py",
+    ]
     session.run("python", "-m", "pytest", *(session.posargs or files))
 
 

@@ -12,7 +12,7 @@ class IndexNowConfig(AppConfig):
     verbose_name = "IndexNow"
 
     def ready(self) -> None:
-        from . import checks, collector, conf, languages, registry, tracking
+        from . import checks, collector, conf, languages, registry, tasks, tracking
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
@@ -22,3 +22,6 @@ class IndexNowConfig(AppConfig):
         registry.autodiscover()
         tracking.connect()
         collector.install_command_units()
+        collector.connect_tasks()
+        if tasks.watch_worker not in collector.command_hooks:
+            collector.command_hooks.append(tasks.watch_worker)

@@ -2,7 +2,8 @@
 
 A unit of work is an HTTP request (:class:`~indexnow_django.middleware.IndexNowMiddleware`),
 a management command (see :func:`command_unit`), a job run by the
-rq worker class, or ``with batch(): ...``. Each has its own :class:`Collector`,
+rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), or
+``with batch(): ...``. Each has its own :class:`Collector`,
 held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
 :func:`indexnow_django.dispatch.dispatch` in one call.
@@ -58,6 +59,7 @@ __all__ = [
     "collect",
     "collect_on_commit",
     "command_unit",
+    "connect_tasks",
     "current",
     "hand_over",
     "install_command_units",
@@ -391,7 +393,57 @@ def _text(url: object) -> str:
     return url if isinstance(url, str) else str(url)
 
 
+# Tasks -----------------------------------------------------------------------
+
+#: The units of the ``django.tasks`` tasks running in this context, innermost last:
+#: ``(task id, collector, token)``; a task an ImmediateBackend runs inside another nests.
+_task_units: contextvars.ContextVar[
+    tuple[tuple[str, Collector, contextvars.Token[Collector | None]], ...]
+] = contextvars.ContextVar("indexnow_task_units", default=())
+
+
+def _task_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
+    """A task starts: it gets a unit of work of its own, even inside another one."""
+    collector = Collector("task")
+    token = _current.set(collector)
+    _task_units.set((*_task_units.get(), (str(task_result.id), collector, token)))
+
+
+def _task_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
+    """A task ended (successful or failed): flush its unit once."""
+    units = _task_units.get()
+    for index in range(len(units) - 1, -1, -1):
+        task_id, collector, token = units[index]
+        if task_id == str(task_result.id):
+            break
+    else:
+        return
+    _task_units.set(units[:index])
+    with contextlib.suppress(ValueError):  # ended in another context than begun
+        _current.reset(token)
+    collector.flush()
+
+
+def connect_tasks() -> None:
+    """Make every ``django.tasks`` task a unit of work, flushed when it ends, whichever
+    backend runs it (a worker, the ImmediateBackend in a script), through the
+    framework's ``task_started`` and ``task_finished`` signals."""
+    from .compat import tasks_framework
+
+    framework = tasks_framework()
+    if framework is None:
+        return
+    for module in framework.signal_modules:
+        uid = f"indexnow_django.collector.{module.__name__}"
+        module.task_started.connect(_task_started, dispatch_uid=f"{uid}.started")
+        module.task_finished.connect(_task_finished, dispatch_uid=f"{uid}.finished")
+
+
 # Management commands ---------------------------------------------------------
+
+#: Called with each management command that begins a unit of work (the tasks
+#: dispatch watches django-tasks-db's ``db_worker`` from here). A hook must not raise.
+command_hooks: list[Callable[[Any], None]] = []
 
 
 def install_command_units() -> None:
@@ -417,6 +469,11 @@ def command_unit(command: BaseCommand) -> Iterator[None]:
     if (running is not None and running.accepts()) or _runs_tests(command):
         yield
         return
+    for hook in command_hooks:
+        try:
+            hook(command)
+        except Exception:
+            logger.exception("IndexNow command hook %r failed", hook)
     with unit("command", hold=COMMAND_HOLD) as collector:
         try:
             yield

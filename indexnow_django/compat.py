@@ -44,6 +44,9 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
 * :func:`wagtail_site_request`: Wagtail's per-request cache of site root
   paths (``request._wagtail_cached_site_root_paths``), through which a page
   gives its URL on one given site.
+
+And one version switch: :func:`tasks_framework`, Django's own ``django.tasks``
+(Django 6.0 and later) or the ``django_tasks`` backport (Django 5.2).
 """
 
 from __future__ import annotations
@@ -52,9 +55,11 @@ import asyncio
 import contextlib
 import functools
 import importlib
+import importlib.util
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -78,6 +83,7 @@ __all__ = [
     "scheduler_died",
     "scheduler_running",
     "take_over_scheduler_lock",
+    "tasks_framework",
     "thread_connection",
     "wagtail_site_request",
 ]
@@ -370,3 +376,44 @@ def parler_translations(model: type[Model]) -> list[tuple[str, tuple[str, ...]]]
     if meta is None:
         return []
     return [(extension.rel_name, tuple(extension.get_translated_fields())) for extension in meta]
+
+
+@dataclass(frozen=True)
+class TasksFramework:
+    """The parts of a tasks framework (``django.tasks`` or ``django_tasks``) used here."""
+
+    #: ``"django.tasks"`` or ``"django_tasks"``.
+    name: str
+    #: The handler of ``settings.TASKS``: ``backends[alias]`` is a backend.
+    backends: Any
+    #: The ``TaskResultStatus`` choices.
+    status: Any
+    #: Every signals module that may announce a task starting and finishing: a
+    #: backend built on the backport (django-tasks-rq) sends the backport's
+    #: signals even on Django 6.
+    signal_modules: tuple[Any, ...]
+
+
+def tasks_framework() -> TasksFramework | None:
+    """``django.tasks`` on Django 6.0+, else the ``django_tasks`` backport; ``None`` without.
+
+    django-tasks-db follows the same rule; django-tasks-rq builds on the
+    backport on every Django, and its backends load through either handler.
+    """
+    if importlib.util.find_spec("django.tasks") is not None:
+        name = "django.tasks"
+    elif importlib.util.find_spec("django_tasks") is not None:
+        name = "django_tasks"
+    else:
+        return None
+    framework = importlib.import_module(name)
+    base = importlib.import_module(f"{name}.base")
+    signal_modules = [importlib.import_module(f"{name}.signals")]
+    if name != "django_tasks" and importlib.util.find_spec("django_tasks") is not None:
+        signal_modules.append(importlib.import_module("django_tasks.signals"))
+    return TasksFramework(
+        name=name,
+        backends=framework.task_backends,
+        status=base.TaskResultStatus,
+        signal_modules=tuple(signal_modules),
+    )

@@ -87,9 +87,10 @@ DEFAULTS: dict[str, Any] = {
     "HISTORY": {"ENABLED": True, "RETENTION_DAYS": 14},
     "PREVIOUS_KEYS": [],
     "THROTTLE": {"MAX_REQUESTS_PER_MINUTE": 60},
+    "TASKS": {"BACKEND": "default", "QUEUE_NAME": "default"},
 }
 
-DISPATCH_MODES = ("auto", "queue", "sync")
+DISPATCH_MODES = ("auto", "queue", "sync", "tasks")
 
 KEY_RE = re.compile(r"^[A-Za-z0-9-]{8,128}$")
 
@@ -191,6 +192,9 @@ class IndexNowSettings:
     queue_result_ttl: int = 0
     #: Seconds over which flushes are merged into one delivery (0: one job per flush).
     queue_coalesce: float = 0
+    #: ``TASKS``: the ``django.tasks`` backend alias and queue of ``DISPATCH: "tasks"``.
+    tasks_backend: str = "default"
+    tasks_queue: str = "default"
     #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
     base_url_setting: str | None = field(default=None, repr=False)
     hosts_setting: Any = field(default=None, repr=False)
@@ -323,7 +327,8 @@ class IndexNowSettings:
 
     @property
     def resolved_dispatch(self) -> str:
-        """``"queue"`` or ``"sync"``: what ``DISPATCH`` means with the current ``RQ_QUEUES``."""
+        """``"queue"``, ``"sync"`` or ``"tasks"``: what ``DISPATCH`` means with the current
+        ``RQ_QUEUES`` (``"auto"`` never resolves to ``"tasks"``: it is chosen by name)."""
         if self.dispatch != "auto":
             return self.dispatch
         return "queue" if self.queue_name in getattr(django_settings, "RQ_QUEUES", {}) else "sync"
@@ -662,8 +667,40 @@ def _rule_dispatch(conf: Mapping[str, Any]) -> Iterator[Problem]:
     if conf["DISPATCH"] not in DISPATCH_MODES:
         yield Problem(
             "indexnow.E011",
-            "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', "
+            "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', 'tasks', "
             f"not {conf['DISPATCH']!r}.",
+        )
+
+
+def _rule_tasks(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    tasks = conf["TASKS"]
+    for sub in ("BACKEND", "QUEUE_NAME"):
+        if not isinstance(tasks[sub], str) or not tasks[sub]:
+            yield Problem(
+                "indexnow.E023",
+                f"{_path('TASKS', sub)} must be a non-empty string, not {tasks[sub]!r}.",
+            )
+    if conf["DISPATCH"] != "tasks" or not isinstance(tasks["BACKEND"], str):
+        return
+    from .compat import tasks_framework
+
+    framework = tasks_framework()
+    if framework is None:
+        yield Problem(
+            "indexnow.E023",
+            "INDEXNOW['DISPATCH'] is 'tasks' but this Django has no django.tasks "
+            "(it came with Django 6.0) and the django-tasks backport is not installed.",
+            "pip install django-tasks, or use Django 6.0 or later.",
+        )
+        return
+    configured = list(framework.backends.settings)
+    if tasks["BACKEND"] not in configured:
+        yield Problem(
+            "indexnow.E023",
+            f"INDEXNOW['DISPATCH'] is 'tasks' but INDEXNOW['TASKS']['BACKEND'] "
+            f"{tasks['BACKEND']!r} is not in settings.TASKS.",
+            f"Add {tasks['BACKEND']!r} to TASKS, or set INDEXNOW['TASKS']['BACKEND'] to one of: "
+            f"{', '.join(configured) or '(none configured)'}.",
         )
 
 
@@ -828,8 +865,9 @@ NESTED_RULES: tuple[Rule, ...] = (
     _rule_http,
     _rule_history,
     _rule_throttle,
+    _rule_tasks,
 )
-NESTED = ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY", "THROTTLE")
+NESTED = ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY", "THROTTLE", "TASKS")
 
 
 def validate(raw: Any = None) -> list[Problem]:
@@ -911,6 +949,8 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         history_retention_days=conf["HISTORY"]["RETENTION_DAYS"],
         previous_keys=tuple(conf["PREVIOUS_KEYS"]),
         throttle_per_minute=conf["THROTTLE"]["MAX_REQUESTS_PER_MINUTE"],
+        tasks_backend=conf["TASKS"]["BACKEND"],
+        tasks_queue=conf["TASKS"]["QUEUE_NAME"],
     )
 
 
@@ -994,6 +1034,7 @@ def clear_cache(**kwargs: Any) -> None:
         "CACHES",
         "SITE_ID",
         "INSTALLED_APPS",
+        "TASKS",
     ):
         _cache = None
         _enabled = None

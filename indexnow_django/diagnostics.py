@@ -48,6 +48,7 @@ SECTIONS: dict[str, str] = {
     "settings": "Settings",
     "dispatch": "Dispatch",
     "queue": "Queue",
+    "tasks": "Task backend",
     "workers": "Workers",
     "engines": "Engines",
     "hosts": "Hosts and key files",
@@ -66,6 +67,8 @@ CHECK_SECTIONS: dict[str, str] = {
     "indexnow.W005": "dispatch",
     "indexnow.W006": "debounce",
     "indexnow.W007": "hosts",
+    "indexnow.W009": "tasks",
+    "indexnow.W010": "tasks",
 }
 
 #: How many workers are listed one by one.
@@ -424,6 +427,11 @@ def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> str:
         message = f"DISPATCH '{mode}'"
     if mode == "queue":
         message += f": each flush becomes a job on queue {conf.queue_name!r}"
+    elif mode == "tasks":
+        message += (
+            f": each flush becomes a task on backend {conf.tasks_backend!r} "
+            f"(queue {conf.tasks_queue!r})"
+        )
     else:
         message += (
             ": URLs are sent by the process that changed them, after the response; no retries"
@@ -1218,6 +1226,102 @@ def _contributed_sections(diag: Diagnosis) -> None:
                 diag.add(section, Status(status), message, **data)
 
 
+def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
+    """The ``django.tasks`` backend: which, whether it defers, and (django-tasks-db) what waits."""
+    from .compat import tasks_framework
+    from .taskqueue import backend, runs_on_enqueue
+
+    framework = tasks_framework()
+    try:
+        task_backend = backend(conf)
+    except Exception as exc:
+        diag.add(
+            "tasks",
+            Status.FAIL,
+            f"task backend {conf.tasks_backend!r} cannot be loaded: {exc}",
+            "Fix settings.TASKS (manage.py check lists the backend's own problems).",
+            backend=conf.tasks_backend,
+        )
+        return
+    kind = f"{type(task_backend).__module__}.{type(task_backend).__qualname__}"
+    defers = bool(task_backend.supports_defer)
+    where = "runs each task as it is enqueued" if runs_on_enqueue(task_backend) else "queues tasks"
+    diag.add(
+        "tasks",
+        Status.OK,
+        f"backend {conf.tasks_backend!r} ({kind}, {framework.name if framework else '?'}), "
+        f"queue {conf.tasks_queue!r}: {where}; "
+        + ("defers tasks (retries and scheduled publications run)" if defers else "cannot defer"),
+        backend=conf.tasks_backend,
+        backend_class=kind,
+        queue=conf.tasks_queue,
+        supports_defer=defers,
+    )
+    if type(task_backend).__module__.split(".")[0] == "django_tasks_db":
+        _database_tasks(diag, conf, framework)
+    elif type(task_backend).__module__.split(".")[0] == "django_tasks_rq":
+        diag.add(
+            "tasks",
+            Status.OK,
+            "the tasks are rq jobs: run "
+            f"python manage.py rqworker {conf.tasks_queue} --with-scheduler "
+            "--job-class django_tasks_rq.Job",
+        )
+
+
+def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> None:
+    """What waits in django-tasks-db's table: delivery and publication tasks by state."""
+    from django.db import DatabaseError
+    from django.db.models import Count, Min, Q
+    from django.utils import timezone
+    from django_tasks_db.models import DBTaskResult
+
+    from .taskqueue import DELIVERY_TASK, PUBLISH_TASK
+
+    status = framework.status
+    now = timezone.now()
+    ours = DBTaskResult.objects.filter(
+        backend_name=conf.tasks_backend, task_path__in=[DELIVERY_TASK, PUBLISH_TASK]
+    )
+    ready = Q(status=status.READY)
+    try:
+        counts = ours.aggregate(
+            due=Count("pk", filter=ready & Q(run_after__lte=now)),
+            oldest_due=Min("enqueued_at", filter=ready & Q(run_after__lte=now)),
+            later=Count("pk", filter=ready & Q(run_after__gt=now) & ~Q(run_after__year=9999)),
+            running=Count("pk", filter=Q(status=status.RUNNING)),
+            failed=Count("pk", filter=Q(status=status.FAILED)),
+        )
+        # A task enqueued without run_after waits with the backend's far-future marker.
+        counts["due"] += ours.filter(ready, run_after__year=9999).count()
+    except DatabaseError as exc:
+        diag.add(
+            "tasks",
+            Status.WARN,
+            f"the tasks in the database could not be read: {excerpt(str(exc), 120)}",
+            "Run manage.py migrate.",
+        )
+        return
+    worker = f"python manage.py db_worker --backend {conf.tasks_backend} --queue-name "
+    worker += conf.tasks_queue
+    message = (
+        f"tasks of this app: {counts['due']} waiting to run, {counts['later']} scheduled "
+        f"(retries, publications), {counts['running']} running, {counts['failed']} failed"
+    )
+    data = {k: v for k, v in counts.items() if k != "oldest_due"}
+    oldest = counts["oldest_due"]
+    if counts["due"] and oldest is not None and (now - oldest).total_seconds() > 60:
+        diag.add(
+            "tasks",
+            Status.WARN,
+            f"{message}; the oldest waits since {(now - oldest).total_seconds():.0f}s",
+            f"Is a worker running? {worker}",
+            **data,
+        )
+    else:
+        diag.add("tasks", Status.OK, f"{message}; workers: {worker}", **data)
+
+
 def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """URLs kept in the database because no queue could take them (see :mod:`.pending`)."""
     from django.db import DatabaseError
@@ -1270,6 +1374,8 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
         if state is not None:
             _workers_section(diag, state, conf)
             _worker_class(diag)
+    elif mode == "tasks":
+        _tasks_section(diag, conf)
     elif mode == "sync":
         diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
     _engines_section(diag, conf)

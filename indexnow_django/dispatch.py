@@ -16,13 +16,19 @@ network I/O on the request path except the one enqueue:
     the job at once, in the process that flushed; ``DELAY`` is ignored and a
     retryable answer is not retried (see :mod:`indexnow_django.jobs`).
 
+``tasks``
+    The URLs become exactly one task of ``indexnow_django.tasks.deliver`` on
+    the ``django.tasks`` backend ``TASKS["BACKEND"]`` (see
+    :mod:`indexnow_django.taskqueue`). A backend that runs a task as it is enqueued
+    (the ImmediateBackend) does so after the response has gone out.
+
 ``sync``
     Sent by this process after the response has gone out to the client (a
     closer on the response, run when the server closes it), or at once when
     there is no response (a command, a job, ``batch()`` in a script). No
     retries: what was not accepted is logged.
 
-When Redis cannot take the job, the URLs are sent as in ``sync`` and the
+When Redis (or the task backend) cannot take the job, the URLs are sent as in ``sync`` and the
 fallback is logged: the request still succeeds and the URLs are not lost.
 After an enqueue timed out, the flushes of the next :data:`~indexnow_django.breaker.WINDOW`
 seconds skip the enqueue (:mod:`indexnow_django.breaker`), so a frozen Redis
@@ -163,8 +169,11 @@ def dispatch(
             conf,
             "after-response" if after_response or _can_defer(response) else "now",
         )
-        if conf.resolved_dispatch == "queue":
+        mode = conf.resolved_dispatch
+        if mode == "queue":
             _to_queue(flush, response)
+        elif mode == "tasks":
+            _to_tasks(flush, response)
         else:
             logger.info(
                 "IndexNow flush batch=%s mode=sync count=%d when=%s",
@@ -256,6 +265,45 @@ def _to_queue(flush: _Flush, response: HttpResponseBase | None) -> None:
         job.id,
         "" if queue.is_async else " ran=inline",
     )
+
+
+def _to_tasks(flush: _Flush, response: HttpResponseBase | None) -> None:
+    from . import taskqueue
+
+    urls, batch_id, conf = flush.urls, flush.batch_id, flush.conf
+
+    def enqueue(response: HttpResponseBase | None = None) -> None:
+        try:
+            task_id = taskqueue.enqueue_delivery(
+                urls, gone=flush.gone, batch_id=batch_id, force=flush.force, conf=conf
+            )
+        except Exception as exc:  # the backend cannot take it: never lose the URLs
+            logger.warning(
+                "IndexNow flush batch=%s mode=fallback count=%d when=%s: task backend %r cannot "
+                "take the task (%s: %s); sending from this process instead",
+                batch_id,
+                len(urls),
+                flush.when,
+                conf.tasks_backend,
+                type(exc).__name__,
+                exc,
+            )
+            _send_in_process(flush, response)  # after it, when there is one still to go out
+            return
+        logger.info(
+            "IndexNow flush batch=%s mode=tasks count=%d backend=%s task=%s",
+            batch_id,
+            len(urls),
+            conf.tasks_backend,
+            task_id,
+        )
+
+    try:
+        inline = taskqueue.runs_on_enqueue(taskqueue.backend(conf))
+    except Exception:
+        inline = False  # enqueue() says why
+    if not (inline and response is not None and compat.run_after_response(response, enqueue)):
+        enqueue(response)
 
 
 def _can_defer(response: HttpResponseBase | None) -> bool:

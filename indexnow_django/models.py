@@ -1,4 +1,5 @@
-"""The app's database models: :class:`Delivery`, the record of one POST to an engine
+"""The app's database models: :class:`Delivery`, the record of one POST to an engine,
+:class:`TaskHeartbeat`, a delivery task still running (see :mod:`indexnow_django.tasks`),
 (and :class:`~indexnow_django.pending.PendingSubmission`, kept with its own code).
 
 Rows are written by :mod:`indexnow_django.history` (one INSERT per POST) and
@@ -11,7 +12,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-__all__ = ["Delivery", "PendingSubmission"]
+__all__ = ["Delivery", "PendingSubmission", "TaskHeartbeat"]
 
 
 class Delivery(models.Model):
@@ -60,6 +61,24 @@ class Delivery(models.Model):
     def url_list(self) -> list[str]:
         """The URLs of the POST, in the order they were sent."""
         return [url for url in self.urls.split(self.URL_SEPARATOR) if url]
+
+
+class TaskHeartbeat(models.Model):
+    """A delivery task that a django-tasks-db worker is running: written when it starts,
+    renewed every few seconds, removed when it ends (see :mod:`indexnow_django.tasks`)."""
+
+    task_id = models.CharField(_("task id"), max_length=64, primary_key=True)
+    beat_at = models.DateTimeField(_("last heartbeat"))
+    #: The machine and process that run it.
+    host = models.CharField(_("host"), max_length=255)
+    pid = models.PositiveIntegerField(_("process id"))
+
+    class Meta:
+        verbose_name = _("task heartbeat")
+        verbose_name_plural = _("task heartbeats")
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} at {self.beat_at.isoformat()}"
 
 
 # Kept beside the code that writes and reads it; imported here so that Django

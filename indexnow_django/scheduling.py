@@ -18,8 +18,14 @@ temporary engine failure is retried there, never by this job. On a site whose
 URLs carry the language, "current URLs" are those of every language the object
 is public in then (:mod:`indexnow_django.languages`).
 
-Scheduling needs the queue: with synchronous dispatch nothing is scheduled, a
-warning is logged, and system check ``indexnow.W003`` says so.
+With ``DISPATCH: "tasks"`` the publication is a ``django.tasks`` task with
+``run_after`` at that moment, carrying the same three values and judged by the
+same :func:`publish` (see :func:`indexnow_django.taskqueue.schedule_publication`);
+the same moment is enqueued once, as far as the debounce cache is shared.
+
+Scheduling needs the queue or a task backend that defers tasks: with
+synchronous dispatch (or a backend whose ``supports_defer`` is false) nothing
+is scheduled, a warning is logged, and system check ``indexnow.W003`` says so.
 """
 
 from __future__ import annotations
@@ -108,16 +114,30 @@ def schedule(
     transaction.on_commit(indexnow_schedule_on_commit, using=using, robust=True)
 
 
-def schedule_now(publication: Publication) -> Job | None:
-    """Put ``publication``'s job in rq's scheduled registry (once). Never raises.
+def schedule_now(publication: Publication) -> Job | str | None:
+    """Put ``publication``'s job in rq's scheduled registry (once), or enqueue its task.
+    Never raises.
 
-    Returns the new job, or ``None`` when nothing was scheduled (already
-    scheduled, disabled, synchronous dispatch, Redis unavailable).
+    Returns the new job (the new task's id with ``DISPATCH: "tasks"``), or
+    ``None`` when nothing was scheduled (already scheduled, disabled,
+    synchronous dispatch, Redis or the task backend unavailable).
     """
     try:
         conf = get_settings()
         if not conf.enabled:
             return None
+        if conf.resolved_dispatch == "tasks":
+            from .taskqueue import schedule_publication
+
+            task_id = schedule_publication(publication, conf)
+            if task_id is not None:
+                logger.info(
+                    "IndexNow scheduled publication %s backend=%s task=%s",
+                    publication,
+                    conf.tasks_backend,
+                    task_id,
+                )
+            return task_id
         if conf.resolved_dispatch != "queue":
             logger.warning(
                 "IndexNow cannot schedule the publication %s: DISPATCH is synchronous, so its "
@@ -202,7 +222,8 @@ def _stale(publication: Publication, reason: str) -> str:
 def check_scheduling(
     app_configs: Sequence[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """``indexnow.W003``: a registered model sets ``publish_at`` but dispatch is synchronous."""
+    """``indexnow.W003``: a registered model sets ``publish_at`` but dispatch is synchronous,
+    or its task backend cannot defer a task."""
     if validate():
         return []  # the settings checks report it
     conf = get_settings(resolve_hosts=False)
@@ -213,6 +234,22 @@ def check_scheduling(
     labels = sorted(model._meta.label for model, options in registry.items() if options.publish_at)
     if not labels:
         return []
+    if conf.resolved_dispatch == "tasks":
+        from .taskqueue import cannot_defer
+
+        refusal = cannot_defer(conf)
+        if refusal is None:
+            return []
+        return [
+            checks.Warning(
+                f"{', '.join(labels)} set{'s' if len(labels) == 1 else ''} publish_at, but "
+                f"{refusal}: publications cannot be scheduled, so objects saved before their "
+                "publish_at are not submitted when it comes.",
+                hint="Use a task backend that defers tasks (django-tasks-db's DatabaseBackend, "
+                "django-tasks-rq's RQBackend) for INDEXNOW['TASKS']['BACKEND'].",
+                id="indexnow.W003",
+            )
+        ]
     why = (
         "DISPATCH is 'sync'"
         if conf.dispatch == "sync"

@@ -13,6 +13,7 @@ can start a worker with the settings it needs (short retry delays, say).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
@@ -43,6 +44,8 @@ INSTALLED_APPS = [
     "django.contrib.sites",
     "django.contrib.sitemaps",
     "django_rq",
+    # DISPATCH "tasks": django-tasks-db's backend, models and db_worker.
+    "django_tasks_db",
     "indexnow_django",
     "tests.testapp",
     # The apps of docs/third-party.md, and models built on them.
@@ -58,6 +61,16 @@ PARLER_DEFAULT_LANGUAGE_CODE = "en"
 PARLER_LANGUAGES = {
     SITE_ID: ({"code": "en"}, {"code": "fr"}),
     "default": {"fallbacks": ["en"], "hide_untranslated": False},
+}
+
+# Django's tasks framework (6.0+), or the django-tasks backport on Django 5.2.
+_TASKS = "django.tasks" if importlib.util.find_spec("django.tasks") else "django_tasks"
+if _TASKS == "django_tasks":
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("django_tasks_db"), "django_tasks")
+TASKS = {
+    "default": {"BACKEND": f"{_TASKS}.backends.immediate.ImmediateBackend"},
+    "database": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+    "rq": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]},
 }
 
 MIDDLEWARE = [

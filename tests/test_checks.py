@@ -56,7 +56,7 @@ def test_unknown_key_suggests_the_right_one(settings):
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
             "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY, PREVIOUS_KEYS, "
-            "THROTTLE.",
+            "THROTTLE, TASKS.",
             id="indexnow.E002",
         )
     ]
@@ -241,7 +241,7 @@ def test_flags_must_be_booleans(settings):
 def test_bad_dispatch(settings):
     assert errors_for(settings, {**VALID, "DISPATCH": "celery"}) == [
         checks.Error(
-            "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', not 'celery'.",
+            "INDEXNOW['DISPATCH'] must be one of 'auto', 'queue', 'sync', 'tasks', not 'celery'.",
             id="indexnow.E011",
         )
     ]
@@ -344,7 +344,7 @@ def test_manage_py_check_reports_errors(settings):
 def test_runtime_refuses_invalid_settings_with_the_same_message(settings):
     settings.INDEXNOW = {**VALID, "DISPATCH": "later"}
     with pytest.raises(
-        IndexNowConfigError, match=r"'auto', 'queue', 'sync', not 'later'.*indexnow.E011"
+        IndexNowConfigError, match=r"'auto', 'queue', 'sync', 'tasks', not 'later'.*indexnow.E011"
     ):
         get_settings()
 

@@ -179,6 +179,79 @@ class WorkerProcess:
             self.proc.wait(5)
 
 
+class DbWorkerProcess(WorkerProcess):
+    """One ``manage.py db_worker`` subprocess (django-tasks-db), polling every 0.2 s."""
+
+    def __init__(self, *, backend: str = "database", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.backend = backend
+
+    def start(self) -> DbWorkerProcess:
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="tests.settings",
+            INDEXNOW_TEST_OVERRIDES=json.dumps(self.overrides),
+            PYTHONUNBUFFERED="1",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        )
+        env.update(self.extra_env)
+        command = [
+            sys.executable,
+            "-m",
+            "django",
+            "db_worker",
+            "--backend",
+            self.backend,
+            "--queue-name",
+            ",".join(self.queues),
+            "--interval",
+            "0.2",
+            "--no-startup-delay",
+            "--no-reload",
+            "--worker-id",
+            self.name,
+            *self.extra_args,
+        ]
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.wait_for_output("Starting worker", timeout=30)
+        return self
+
+
+@pytest.fixture
+def start_db_worker(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[..., DbWorkerProcess]]:
+    """Start a real django-tasks-db worker: ``start_db_worker(overrides=None, *,
+    backend="database", queues=("default",))``; stopped after the test."""
+    started: list[WorkerProcess] = request.node.stash.setdefault(_workers_key, [])
+    log_dir = tmp_path / "workers"
+    log_dir.mkdir(exist_ok=True)
+
+    def start(
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        backend: str = "database",
+        queues: Sequence[str] = ("default",),
+    ) -> DbWorkerProcess:
+        worker = DbWorkerProcess(
+            backend=backend, queues=queues, overrides=overrides, log_dir=log_dir
+        )
+        started.append(worker)
+        return worker.start()
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
 @pytest.fixture
 def start_worker(
     request: pytest.FixtureRequest, redis_conn: redis.Redis, tmp_path: Path
