@@ -43,15 +43,17 @@ from django.utils import timezone
 from .compat import tasks_framework
 from .conf import IndexNowSettings, get_settings
 from .jobs import run_delivery
-from .queue import HEARTBEAT_EVERY, HEARTBEAT_TTL
+from .queue import HEARTBEAT_EVERY, HEARTBEAT_TTL, env_seconds, heartbeat_ttl
 from .taskqueue import DELIVERY_TASK, backend, cannot_defer, enqueue_delivery, is_database
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FUNCTIONS", "SWEEP_EVERY", "resend_orphans", "watch_worker"]
+__all__ = ["FUNCTIONS", "SWEEP_EVERY", "SWEEP_EVERY_ENV", "resend_orphans", "watch_worker"]
 
-#: Seconds between two looks of a ``db_worker`` for delivery tasks whose worker died.
-SWEEP_EVERY = 10.0
+#: Seconds between two looks of a ``db_worker`` for delivery tasks whose worker died ...
+SWEEP_EVERY = 10
+#: ... unless this environment variable (the rq worker's too) gives another whole number.
+SWEEP_EVERY_ENV = "INDEXNOW_SWEEP_EVERY"
 
 
 def _deliver(
@@ -179,10 +181,11 @@ def _heartbeat(task_result: Any) -> Iterator[None]:
         return True
 
     stop = threading.Event()
+    every = HEARTBEAT_EVERY * heartbeat_ttl() / HEARTBEAT_TTL
 
     def keep_beating() -> None:
         try:
-            while not stop.wait(HEARTBEAT_EVERY):
+            while not stop.wait(every):
                 beat()
         finally:
             connections.close_all()  # this thread's
@@ -195,7 +198,7 @@ def _heartbeat(task_result: Any) -> Iterator[None]:
         yield
     finally:
         stop.set()
-        thread.join(HEARTBEAT_EVERY)
+        thread.join(every)
         _running.discard(task_id)
         try:
             TaskHeartbeat.objects.filter(task_id=task_id).delete()
@@ -247,7 +250,7 @@ def resend_orphans(conf: IndexNowSettings | None = None) -> list[str]:
     framework = tasks_framework()
     assert framework is not None
     running = framework.status.RUNNING
-    cutoff = timezone.now() - datetime.timedelta(seconds=HEARTBEAT_TTL)
+    cutoff = timezone.now() - datetime.timedelta(seconds=heartbeat_ttl())
     rows = list(
         DBTaskResult.objects.filter(
             status=running,
@@ -348,6 +351,6 @@ def watch_worker(command: Any) -> None:
                 logger.exception("IndexNow could not look for delivery tasks of dead workers")
             finally:
                 connections.close_all()  # this thread's
-            time.sleep(SWEEP_EVERY)
+            time.sleep(env_seconds(SWEEP_EVERY_ENV, SWEEP_EVERY))
 
     threading.Thread(target=sweep, name="indexnow-task-sweeper", daemon=True).start()

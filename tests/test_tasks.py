@@ -31,7 +31,7 @@ from indexnow_django.models import TaskHeartbeat
 from indexnow_django.scheduling import check_scheduling
 from indexnow_django.taskqueue import DELIVERY_TASK, PUBLISH_TASK
 from indexnow_django.testing import Reply
-from tests.rqhelpers import FAST_RETRY, wait_for_count
+from tests.rqhelpers import FAST_RETRY, FAST_SWEEP, wait_for_count
 from tests.testapp.models import Page, Post
 from tests.testapp.tasks import save_pages_task
 
@@ -349,17 +349,17 @@ def test_db_worker_killed_mid_post_is_sent_again_by_another_worker(
     )
     engine.queue_replies(Reply(200, delay=25))  # answered after the worker is gone
     dispatch(["/a/"])
-    doomed = start_db_worker(overrides)
+    doomed = start_db_worker(overrides, extra_env=FAST_SWEEP)
     engine.wait_for_posts(1, timeout=30)
     [orphan] = rows()
     assert orphan.status == STATUS.RUNNING
-    start_db_worker(overrides)  # the one left running
+    start_db_worker(overrides, extra_env=FAST_SWEEP)  # the one left running
 
     doomed.kill()
     died_at = time.time()
 
-    posts = engine.wait_for_posts(2, timeout=90)
-    assert posts[1].received_at - died_at < 60
+    posts = engine.wait_for_posts(2, timeout=60)
+    assert posts[1].received_at - died_at < 30
     assert [post.urls for post in posts] == [[A], [A]]
     dead, successor = wait_for_rows(STATUS.SUCCESSFUL, 2)
     assert dead.id == orphan.id

@@ -230,7 +230,7 @@ def start_db_worker(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[Callable[..., DbWorkerProcess]]:
     """Start a real django-tasks-db worker: ``start_db_worker(overrides=None, *,
-    backend="database", queues=("default",))``; stopped after the test."""
+    backend="database", queues=("default",), extra_env=None)``; stopped after the test."""
     started: list[WorkerProcess] = request.node.stash.setdefault(_workers_key, [])
     log_dir = tmp_path / "workers"
     log_dir.mkdir(exist_ok=True)
@@ -240,9 +240,14 @@ def start_db_worker(
         *,
         backend: str = "database",
         queues: Sequence[str] = ("default",),
+        extra_env: Mapping[str, str] | None = None,
     ) -> DbWorkerProcess:
         worker = DbWorkerProcess(
-            backend=backend, queues=queues, overrides=overrides, log_dir=log_dir
+            backend=backend,
+            queues=queues,
+            overrides=overrides,
+            log_dir=log_dir,
+            extra_env=extra_env,
         )
         started.append(worker)
         return worker.start()
