@@ -333,7 +333,8 @@ def test_bad_http_timeout(settings):
     ]
 
 
-# Django 6.1's check command also runs the database checks.
+# Django 6.1's check command also runs the database checks, and a JSONField's model
+# check (django-tasks-db's) asks every database whether it supports JSON.
 @pytest.mark.django_db(databases="__all__")
 def test_manage_py_check_reports_errors(settings):
     settings.INDEXNOW = {**VALID, "KEY": "bad"}
