@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('indexnow', '0002_pendingsubmission'),
+        ('indexnow', '0003_delivery_url_index'),
     ]
 
     operations = [
