@@ -410,3 +410,42 @@ def test_an_import_submits_what_it_created_and_changed_once(engine: Any, use_bul
     assert sorted(urls) == sorted(
         [f"{BASE}/lessons/renamed/", f"{BASE}/lessons/old/", f"{BASE}/lessons/imported/"]
     )
+
+
+def test_treebeard_admin_a_rename_and_a_move(engine: Any, admin_client: Any) -> None:
+    Section = section_tree()
+    engine.reset()
+    cat, guides = Section.objects.get(slug="cat"), Section.objects.get(slug="guides")
+    change = f"/admin/thirdparty/section/{guides.pk}/change/"
+    form = {"slug": "howtos", "treebeard_position": "first-child", "_save": "Save"}
+    response = admin_client.post(change, {**form, "treebeard_ref_node": cat.pk})
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        f"{BASE}/sections/cat/{path}"
+        for path in (
+            "howtos/",
+            "guides/",
+            "howtos/python/",
+            "guides/python/",
+            "howtos/python/django/",
+            "guides/python/django/",
+        )
+    )
+    engine.reset()
+    other = Section.objects.get(slug="other")
+    response = admin_client.post(change, {**form, "treebeard_ref_node": other.pk})
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Section.objects.get(pk=guides.pk).get_parent().slug == "other"
+    [urls] = sent(engine)
+    assert sorted(urls) == sorted(
+        f"{BASE}/sections/cat/{path}"
+        for path in (
+            "other/howtos/",
+            "howtos/",
+            "other/howtos/python/",
+            "howtos/python/",
+            "other/howtos/python/django/",
+            "howtos/python/django/",
+        )
+    )

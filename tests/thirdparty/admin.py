@@ -1,7 +1,12 @@
+from typing import Any
+
 from django.contrib import admin
 from parler.admin import TranslatableAdmin
+from treebeard.admin import TreeAdmin
+from treebeard.forms import movenodeform_factory
 
-from tests.thirdparty.models import Guide, Lesson, Note, Step
+import indexnow_django
+from tests.thirdparty.models import Guide, Lesson, Note, Section, Step
 
 admin.site.register(Note)
 admin.site.register(Guide, TranslatableAdmin)
@@ -15,3 +20,17 @@ class StepInline(admin.TabularInline):
 @admin.register(Lesson)
 class LessonAdmin(admin.ModelAdmin):
     inlines = [StepInline]
+
+
+@admin.register(Section)
+class SectionAdmin(TreeAdmin):
+    """treebeard's admin moves nodes in its form, with no signal: watched."""
+
+    form = movenodeform_factory(Section)
+
+    def save_form(self, request: Any, form: Any, change: bool) -> Any:
+        if not change:
+            return super().save_form(request, form, change)
+        node = Section.objects.get(pk=form.instance.pk)
+        with indexnow_django.watch([node, *node.get_descendants()]):
+            return super().save_form(request, form, change)
