@@ -18,7 +18,8 @@ start to its end: the debounce claims of 10,000 URLs, the POST, the bookkeeping)
 
 Each flush carries new URLs (nothing is debounced); each transport runs
 ``--runs`` flushes (default 5), and the median, lowest and highest are shown.
-The engine is a loopback server that answers 200 at once. Run from the
+The engine is a loopback server that answers 200 at once; the throttle is off
+(it spaces POSTs alike whatever carries them). Run from the
 repository root::
 
     .venv/bin/python benchmarks/bench_tasks.py
