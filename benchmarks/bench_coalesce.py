@@ -222,6 +222,8 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=5, help="QUEUE['COALESCE'] of the run")
     parser.add_argument("--redis", help="a redis:// URL of a database to flush and use")
     args = parser.parse_args()
+    # Stopped from outside: leave through the context managers (Redis, engine) all the same.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
     workdir = Path(tempfile.mkdtemp(prefix="indexnow-bench-coalesce-"))
     with redis_database(args.redis) as (_, redis_url), LoopbackEngine() as engine:
