@@ -387,3 +387,28 @@ if __name__ == "__main__":
         sys.exit(subprocess.call(sys.argv[1:]) if sys.argv[1:] else 0)
     finally:
         stop()
+
+
+def run_site_suite(path: str, settings: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the tests of a site with settings of its own (``tests/wagtail_site``, say) in a
+    pytest process of its own: its own loopback engine and database, this suite's Redis.
+
+    Returns the finished process and its last line (pytest's summary).
+    """
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        # Its own engine (to read what it received) and database; the same Redis,
+        # which nothing else uses while the caller waits.
+        if name not in ("INDEXNOW_TEST_ENGINE_URL", "INDEXNOW_TEST_DB", "DJANGO_SETTINGS_MODULE")
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", path, "--ds", settings, "-p", "no:cacheprovider", "-q"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = result.stdout + result.stderr
+    return result, output.strip().splitlines()[-1] if output.strip() else ""

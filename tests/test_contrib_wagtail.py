@@ -9,48 +9,19 @@ output when any of its tests fails, errors or is skipped.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.services import run_site_suite
 
 
 @pytest.mark.slow
 def test_wagtail_integration_on_real_wagtail() -> None:
     import wagtail  # the test extra installs it; a missing Wagtail is an error, not a skip
 
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        # Its own engine (to read what it received) and database; the same Redis,
-        # which nothing else uses while this test waits.
-        if name not in ("INDEXNOW_TEST_ENGINE_URL", "INDEXNOW_TEST_DB", "DJANGO_SETTINGS_MODULE")
-    }
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "tests/wagtail_site",
-            "--ds",
-            "tests.wagtail_site.settings",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result, summary = run_site_suite("tests/wagtail_site", "tests.wagtail_site.settings")
     output = result.stdout + result.stderr
-    summary = output.strip().splitlines()[-1] if output.strip() else ""
     assert result.returncode == 0, f"Wagtail {wagtail.__version__}:\n{output[-20000:]}"
     assert re.search(r"\d+ passed", summary), output[-5000:]
     assert not re.search(r"skipped|xfail|deselected|error", summary), summary

@@ -4,44 +4,23 @@ test site (``tests/i18n_site``: django-modeltranslation and django-parler with
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
+
+from tests.services import run_site_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_the_multilingual_site() -> None:
     import modeltranslation  # noqa: F401 (the test extra installs both: missing is an error)
     import parler  # noqa: F401
 
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if name not in ("INDEXNOW_TEST_ENGINE_URL", "INDEXNOW_TEST_DB", "DJANGO_SETTINGS_MODULE")
-    }
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "tests/i18n_site",
-            "--ds",
-            "tests.i18n_site.settings",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result, summary = run_site_suite("tests/i18n_site", "tests.i18n_site.settings")
     output = result.stdout + result.stderr
-    summary = output.strip().splitlines()[-1] if output.strip() else ""
     assert result.returncode == 0, output[-20000:]
     assert re.search(r"\d+ passed", summary), output[-5000:]
     assert not re.search(r"skipped|xfail|deselected|error", summary), summary
