@@ -67,7 +67,8 @@ class WorkerProcess:
         self.extra_args = tuple(extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> WorkerProcess:
+    def environment(self) -> dict[str, str]:
+        """The worker process's environment: the test settings, this worker's overrides."""
         env = dict(os.environ)
         env.update(
             DJANGO_SETTINGS_MODULE="tests.settings",
@@ -76,6 +77,10 @@ class WorkerProcess:
             PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
         )
         env.update(self.extra_env)
+        return env
+
+    def start(self) -> WorkerProcess:
+        env = self.environment()
         command = [sys.executable, "-m", "django", "rqworker", *self.queues, "--name", self.name]
         if self.with_scheduler:
             command.append("--with-scheduler")
@@ -187,14 +192,7 @@ class DbWorkerProcess(WorkerProcess):
         self.backend = backend
 
     def start(self) -> DbWorkerProcess:
-        env = dict(os.environ)
-        env.update(
-            DJANGO_SETTINGS_MODULE="tests.settings",
-            INDEXNOW_TEST_OVERRIDES=json.dumps(self.overrides),
-            PYTHONUNBUFFERED="1",
-            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        )
-        env.update(self.extra_env)
+        env = self.environment()
         command = [
             sys.executable,
             "-m",
