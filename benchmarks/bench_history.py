@@ -134,10 +134,10 @@ def record(args: argparse.Namespace) -> None:
     from django.db import connection
     from django.db.models import Q
 
-    from indexnow_django import history
     from indexnow_django.conf import get_settings
+    from indexnow_django.delivery import history
+    from indexnow_django.delivery.send import make_client
     from indexnow_django.models import Delivery
-    from indexnow_django.submitter import make_client
 
     conf = get_settings()
     client = make_client(conf)

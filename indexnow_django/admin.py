@@ -169,7 +169,7 @@ def _job_status(queue: str, job_id: str) -> str:
     from rq.exceptions import NoSuchJobError
     from rq.job import Job
 
-    from .queue import connection
+    from .transports.rq.queue import connection
 
     try:
         job = Job.fetch(job_id, connection=connection(queue, timeout=JOB_LOOKUP_TIMEOUT))
@@ -222,7 +222,7 @@ class DeliveryAdmin(_ModelAdmin):
         """A whole URL (``http(s)://…``, one word) on PostgreSQL: the records that carry
         exactly it, found through the index of the history's URLs rather than by reading
         every URL text. Anything else, and other databases: the search above."""
-        from .history import has_url_index, with_urls
+        from .delivery.history import has_url_index, with_urls
 
         term = search_term.strip()
         if (
@@ -465,7 +465,7 @@ def _settings_or_none() -> IndexNowSettings | None:
 
 
 def _urls_per_day(queryset: QuerySet[Delivery], days: int) -> list[tuple[date, dict[str, int]]]:
-    from .history import urls_per_day
+    from .delivery.history import urls_per_day
 
     return urls_per_day(queryset, days)
 
@@ -529,7 +529,7 @@ class IndexNowAdminMixin:
 
     def indexnow_context(self, request: HttpRequest, obj: Model) -> dict[str, Any] | None:
         """What the change page shows about ``obj``, or ``None`` to show nothing."""
-        from .history import last_accepted
+        from .delivery.history import last_accepted
         from .registry import get_registration
 
         options = get_registration(type(obj))
@@ -603,8 +603,8 @@ def _is_public(options: Any, obj: Model) -> bool:
 def _object_urls(options: Any, obj: Model, *, public: bool = False) -> list[str]:
     """The object's current URLs in every language, absolute and normalized (``public``:
     only those of the languages it is public in); ``[]`` when they cannot be computed."""
+    from .delivery.send import clean_urls
     from .languages import in_language
-    from .submitter import clean_urls
 
     conf = _settings_or_none()
     if conf is None:

@@ -239,7 +239,7 @@ def check_key_file_url(
         return []
     from django.urls import Resolver404, resolve
 
-    from .masking import mask_key
+    from .protocol.masking import mask_key
     from .views import key_file
 
     messages: list[checks.CheckMessage] = []
@@ -282,7 +282,7 @@ def check_tasks_wiring(
     conf = _valid_settings()
     if conf is None or conf.resolved_dispatch != "tasks":
         return []
-    from .taskqueue import backend, cannot_defer
+    from .transports.tasks.enqueue import backend, cannot_defer
 
     try:
         task_backend = backend(conf)

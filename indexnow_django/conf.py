@@ -29,10 +29,10 @@ from urllib.parse import urlsplit
 from django.conf import settings as django_settings
 from django.utils.module_loading import import_string
 
-from .client import MAX_BATCH_SIZE, Engine, RetryPolicy, resolve_engine
 from .exceptions import IndexNowConfigError
-from .masking import mask_key, mask_keys
-from .normalize import InvalidURL, normalize_host, normalize_url
+from .protocol.client import MAX_BATCH_SIZE, Engine, RetryPolicy, resolve_engine
+from .protocol.masking import mask_key, mask_keys
+from .protocol.normalize import InvalidURL, normalize_host, normalize_url
 
 logger = logging.getLogger(__name__)
 

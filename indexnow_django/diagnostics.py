@@ -26,10 +26,10 @@ from django.conf import settings as django_settings
 from django.core import checks
 
 from .checks import StopsDelivery
-from .client import USER_AGENT, excerpt
 from .conf import KEY_RE, IndexNowSettings, get_settings, validate
 from .exceptions import IndexNowConfigError
-from .masking import mask_key, mask_url
+from .protocol.client import USER_AGENT, excerpt
+from .protocol.masking import mask_key, mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -451,7 +451,7 @@ class _QueueState:
 def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | None:
     from redis.exceptions import RedisError
 
-    from .queue import connection, get_queue
+    from .transports.rq.queue import connection, get_queue
 
     name = conf.queue_name
     config = (getattr(django_settings, "RQ_QUEUES", None) or {})[name]
@@ -951,8 +951,8 @@ COALESCE_FROM_PER_MINUTE = 60
 
 def _coalesce_finding(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
     """Coalesced delivery: what waits in the window, or whether the rate of jobs calls for it."""
-    from .coalesce import pending_count
-    from .queue import RATE_MINUTES, jobs_per_minute
+    from .transports.rq.coalesce import pending_count
+    from .transports.rq.queue import RATE_MINUTES, jobs_per_minute
 
     queue = state.queue
     if conf.queue_coalesce > 0:
@@ -1031,8 +1031,8 @@ def _latency(engine_name: str) -> tuple[float, bool]:
 
 def _job_size_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """Warn when a flush touching every host takes a delivery job close to its timeout."""
+    from .delivery.send import POST_CONCURRENCY
     from .jobs import hand_over_after
-    from .submitter import POST_CONCURRENCY
 
     hosts = len(conf.hosts)
     latencies = [_latency(engine.name) for engine in conf.engines]
@@ -1229,7 +1229,7 @@ def _contributed_sections(diag: Diagnosis) -> None:
 def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """The ``django.tasks`` backend: which, whether it defers, and (django-tasks-db) what waits."""
     from .compat import tasks_framework
-    from .taskqueue import backend, runs_on_enqueue
+    from .transports.tasks.enqueue import backend, runs_on_enqueue
 
     framework = tasks_framework()
     try:
@@ -1276,7 +1276,7 @@ def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> 
     from django.utils import timezone
     from django_tasks_db.models import DBTaskResult
 
-    from .taskqueue import DELIVERY_TASK, PUBLISH_TASK
+    from .transports.tasks.enqueue import DELIVERY_TASK, PUBLISH_TASK
 
     status = framework.status
     now = timezone.now()

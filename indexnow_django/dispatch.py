@@ -7,7 +7,7 @@ network I/O on the request path except the one enqueue:
 ``queue``
     The URLs (normalized, plain strings) become exactly one job of
     :func:`indexnow_django.jobs.deliver` on ``QUEUE["NAME"]`` (see
-    :mod:`indexnow_django.queue`), enqueued now (the collector flushes after
+    :mod:`indexnow_django.transports.rq.queue`), enqueued now (the collector flushes after
     the transaction has committed, so the job is not deferred again by
     django-rq's ``COMMIT_MODE``), or after ``QUEUE["DELAY"]`` seconds through
     rq's scheduler.
@@ -19,7 +19,7 @@ network I/O on the request path except the one enqueue:
 ``tasks``
     The URLs become exactly one task of ``indexnow_django.tasks.deliver`` on
     the ``django.tasks`` backend ``TASKS["BACKEND"]`` (see
-    :mod:`indexnow_django.taskqueue`). A backend that runs a task as it is enqueued
+    :mod:`indexnow_django.transports.tasks.enqueue`). A backend that runs a task as it is enqueued
     (the ImmediateBackend) does so after the response has gone out.
 
 ``sync``
@@ -30,8 +30,8 @@ network I/O on the request path except the one enqueue:
 
 When Redis (or the task backend) cannot take the job, the URLs are sent as in ``sync`` and the
 fallback is logged: the request still succeeds and the URLs are not lost.
-After an enqueue timed out, the flushes of the next :data:`~indexnow_django.breaker.WINDOW`
-seconds skip the enqueue (:mod:`indexnow_django.breaker`), so a frozen Redis
+After an enqueue timed out, the flushes of the next :data:`~indexnow_django.delivery.breaker.WINDOW`
+seconds skip the enqueue (:mod:`indexnow_django.delivery.breaker`), so a frozen Redis
 costs one flush its timeout, not every one. The flush whose enqueue timed out
 is kept in the database rather than sent from here: Redis may still take its
 job when it answers again, and the job and the kept row are sent once between
@@ -66,13 +66,13 @@ from typing import TYPE_CHECKING
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import compat, signals
-from .breaker import guard
-from .coalesce import add_to_window
 from .conf import IndexNowSettings, get_settings, is_enabled
+from .delivery.breaker import guard
+from .delivery.send import DeliveryReport, clean_urls, deliver_now, gone_urls
 from .jobs import rejection_hint
 from .pending import ENQUEUE_TIMED_OUT, keep
-from .queue import enqueue_delivery, get_queue, new_batch_id
-from .submitter import DeliveryReport, clean_urls, deliver_now, gone_urls
+from .transports.rq.coalesce import add_to_window
+from .transports.rq.queue import enqueue_delivery, get_queue, new_batch_id
 
 if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
@@ -268,7 +268,7 @@ def _to_queue(flush: _Flush, response: HttpResponseBase | None) -> None:
 
 
 def _to_tasks(flush: _Flush, response: HttpResponseBase | None) -> None:
-    from . import taskqueue
+    from .transports.tasks import enqueue as taskqueue
 
     urls, batch_id, conf = flush.urls, flush.batch_id, flush.conf
 

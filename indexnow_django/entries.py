@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterator
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from .normalize import (
+from .protocol.normalize import (
     MAX_URL_LENGTH,
     InvalidURL,
     canonical_lines,

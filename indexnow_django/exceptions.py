@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
-    from .client import PostResult
+    from .protocol.client import PostResult
 
 __all__ = [
     "IndexNowConfigError",
@@ -41,7 +41,7 @@ class SubmissionRejected(IndexNowError):
     """An engine finally rejected a batch (400, 403, 422, other 4xx).
 
     ``results`` holds every answer that failed the job, in the order they came:
-    each engine's :class:`~indexnow_django.client.PostResult` (engine, host,
+    each engine's :class:`~indexnow_django.protocol.client.PostResult` (engine, host,
     URLs, status and the answer quoted), the rejections first, then the
     retryable answers that were not retried. ``str()`` gives ``message``, each
     of them, and ``hint`` (what to check next). ``engine``, ``status`` and

@@ -26,8 +26,8 @@ from django.utils import timezone, translation
 
 from .conf import IndexNowSettings
 from .languages import in_language
-from .masking import mask_key, mask_url
-from .normalize import InvalidURL, foreign_host_reason, host_of, normalize_url
+from .protocol.masking import mask_key, mask_url
+from .protocol.normalize import InvalidURL, foreign_host_reason, host_of, normalize_url
 
 __all__ = ["ExplainError", "explain"]
 
@@ -225,8 +225,8 @@ def _debounce(
     urls: list[str], entries: list[dict[str, Any]], conf: IndexNowSettings
 ) -> list[dict[str, Any]]:
     """Per engine and URL: sent now, or left out until when (read only)."""
-    from .history import last_accepted
-    from .submitter import make_debounce
+    from .delivery.history import last_accepted
+    from .delivery.send import make_debounce
 
     store = make_debounce(conf)
     allowed = {e["url"] for e in entries if e.get("allowed")}
@@ -287,7 +287,7 @@ def _scheduled(
         from rq.job import Job
         from rq.registry import ScheduledJobRegistry
 
-        from .queue import get_queue
+        from .transports.rq.queue import get_queue
 
         queue = get_queue(conf)
         registry = ScheduledJobRegistry(queue=queue)  # type: ignore[no-untyped-call]
@@ -306,7 +306,7 @@ def _deliveries(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]]
     """The last POSTs that carried any of ``urls``, newest first; ``None`` without history."""
     if not conf.history_enabled or not urls:
         return None if not conf.history_enabled else []
-    from .history import with_urls
+    from .delivery.history import with_urls
     from .models import Delivery
 
     rows = (

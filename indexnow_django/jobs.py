@@ -3,7 +3,7 @@
 :func:`deliver` runs in a worker. Its work is :func:`run_delivery`, which the
 ``django.tasks`` task (:mod:`indexnow_django.tasks`) runs too, each with its own
 :class:`Transport` for what it sends later (retries, throttled POSTs): it sends
-through :func:`indexnow_django.submitter.deliver_now` (debounce, group by host,
+through :func:`indexnow_django.delivery.send.deliver_now` (debounce, group by host,
 split, one POST per batch and engine) and then, from what each engine answered:
 
 
@@ -19,7 +19,7 @@ split, one POST per batch and engine) and then, from what each engine answered:
   failed job registry with the engine's answer and a hint.
 
 A job never dies of its own size: its POSTs go out several at once (see
-:mod:`indexnow_django.submitter`), and once :func:`hand_over_after` of its
+:mod:`indexnow_django.delivery.send`), and once :func:`hand_over_after` of its
 timeout has passed it starts no more of them; what is left goes to a new job
 per engine, at once, with the same batch id and attempt.
 
@@ -41,10 +41,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import signals
-from .client import Outcome, PostResult
 from .conf import IndexNowSettings, get_settings
+from .delivery.send import DeliveryReport, deliver_now
 from .exceptions import RetriesExhausted, SubmissionRejected
-from .queue import (
+from .protocol.client import Outcome, PostResult
+from .transports.rq.queue import (
     META_ATTEMPT,
     META_BATCH_ID,
     META_FAILED_AT,
@@ -60,7 +61,6 @@ from .queue import (
     retire_job,
     stranded_jobs,
 )
-from .submitter import DeliveryReport, deliver_now
 
 if TYPE_CHECKING:
     from rq.job import Job
@@ -247,7 +247,7 @@ def run_delivery(
 ) -> dict[str, Any]:
     """One delivery run by a worker, whatever the transport: send, then settle the answers.
 
-    Sends through :func:`~indexnow_django.submitter.deliver_now`; what the
+    Sends through :func:`~indexnow_django.delivery.send.deliver_now`; what the
     throttle holds back and each retryable answer become new deliveries on
     ``transport`` (one per engine), a final rejection or the last attempt
     raises. ``deadline`` (a ``time.monotonic()``): no POST starts after it, what is
@@ -403,12 +403,12 @@ def _hand_over(
 def deliver_window(window: int) -> dict[str, Any]:
     """The job of one window of coalesced delivery: every pending URL into one delivery job.
 
-    See :mod:`indexnow_django.coalesce`. The delivery job goes to the front of
+    See :mod:`indexnow_django.transports.rq.coalesce`. The delivery job goes to the front of
     the queue, so it runs next.
     """
     from rq import get_current_job
 
-    from .coalesce import take_pending
+    from .transports.rq.coalesce import take_pending
 
     conf = get_settings()
     queue = get_queue(conf)
@@ -439,7 +439,7 @@ def _alive_while_sending(
 
 def resend_stranded(queue: Queue) -> list[str]:
     """Put back on ``queue`` the delivery jobs that a worker took but could not start
-    (see :func:`indexnow_django.queue.stranded_jobs`); return their ids."""
+    (see :func:`indexnow_django.transports.rq.queue.stranded_jobs`); return their ids."""
     ids = []
     for job in stranded_jobs(queue):
         logger.warning(
@@ -465,7 +465,7 @@ def resend_orphans(queue: Queue) -> list[str]:
     resent: list[str] = []
     for job in orphaned_jobs(queue):
         if job.func_name == WINDOW_FUNC:  # its URLs are still pending: a new window job
-            from .coalesce import ensure_window_job
+            from .transports.rq.coalesce import ensure_window_job
 
             retire_job(job, queue)
             successor_id = ensure_window_job(queue, conf)
@@ -527,7 +527,7 @@ def resend_orphans(queue: Queue) -> list[str]:
 
 def _unanswered(job: Job, conf: IndexNowSettings, message: str) -> list[PostResult]:
     """What a job that got no answer carried, as answers: per engine and host, its URLs."""
-    from .normalize import host_of
+    from .protocol.normalize import host_of
 
     wanted = job.kwargs.get("engines")
     engines = [e for e in conf.engines if wanted is None or e.endpoint in wanted]

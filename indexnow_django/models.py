@@ -2,7 +2,7 @@
 :class:`TaskHeartbeat`, a delivery task still running (see :mod:`indexnow_django.tasks`),
 (and :class:`~indexnow_django.pending.PendingSubmission`, kept with its own code).
 
-Rows are written by :mod:`indexnow_django.history` (one INSERT per POST) and
+Rows are written by :mod:`indexnow_django.delivery.history` (one INSERT per POST) and
 shown by the admin (``admin.py``). Nothing here reads settings or connects
 signals.
 """

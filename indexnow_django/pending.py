@@ -132,7 +132,7 @@ def enqueue_pending(queue: Queue, conf: IndexNowSettings) -> list[str]:
     same transaction, so that two workers never both enqueue it and a Redis
     that fails again leaves it in place. Raises on database or Redis errors.
     """
-    from .queue import batch_has_run, enqueue_delivery
+    from .transports.rq.queue import batch_has_run, enqueue_delivery
 
     job_ids: list[str] = []
     for pk in PendingSubmission.objects.values_list("pk", flat=True)[:DRAIN_SLICE]:

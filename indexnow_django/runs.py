@@ -4,9 +4,9 @@
 :mod:`indexnow_django.entries` and :mod:`indexnow_django.sources`), checks
 each, drops duplicates, fills one buffer per host and, once a buffer holds
 ``BATCH["MAX_URLS"]`` URLs (and at the end), hands it on: listed for a dry
-run, queued as a job (:mod:`indexnow_django.queue`), or sent from this process
-with :func:`~indexnow_django.submitter.deliver_now`, retried after the delays
-:meth:`~indexnow_django.client.RetryPolicy.plan` gives (``--sync``, or when the
+run, queued as a job (:mod:`indexnow_django.transports.rq.queue`), or sent from this process
+with :func:`~indexnow_django.delivery.send.deliver_now`, retried after the delays
+:meth:`~indexnow_django.protocol.client.RetryPolicy.plan` gives (``--sync``, or when the
 queue cannot take a job). Its :class:`Counts` tell the truth about every URL.
 
 What a person sees of it goes through a :class:`Reporter`: ``manage.py
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import signals
-from .client import Engine, IndexNowClient, Outcome, PostResult, excerpt
 from .conf import IndexNowSettings
 from .entries import Entry, Ready
-from .normalize import (
+from .protocol.client import Engine, IndexNowClient, Outcome, PostResult, excerpt
+from .protocol.normalize import (
     InvalidURL,
     foreign_host_reason,
     host_of,
@@ -200,7 +200,7 @@ class SubmissionRun:
         """``urls`` less those every engine accepted within the TTL (read-only look-up)."""
         if self.force:
             return urls
-        from .submitter import make_debounce
+        from .delivery.send import make_debounce
 
         store = make_debounce(self.conf)
         if not store.enabled:
@@ -219,7 +219,7 @@ class SubmissionRun:
         self.reporter.would_send(host, fresh, len(urls) - len(fresh))
 
     def _enqueue(self, host: str, urls: list[str]) -> None:
-        from .queue import enqueue_delivery, get_queue, new_batch_id
+        from .transports.rq.queue import enqueue_delivery, get_queue, new_batch_id
 
         fresh = self._not_debounced(urls)
         self.counts.debounced += len(urls) - len(fresh)
@@ -262,9 +262,9 @@ class SubmissionRun:
 
     def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
         """Send ``urls`` from this process, retrying what the engines ask to be retried."""
+        from .delivery.send import deliver_now, make_client
         from .jobs import rejection_hint
-        from .queue import new_batch_id
-        from .submitter import deliver_now, make_client
+        from .transports.rq.queue import new_batch_id
 
         conf = self.conf
         if self._client is None:
@@ -394,8 +394,8 @@ def send_urls(
     selection makes several jobs rather than one huge one. With ``response`` (an
     ``HttpResponse``), a synchronous send runs after it has gone out. The admin's
     "Send again" and "Submit URLs" send so."""
+    from .delivery.send import chunked
     from .dispatch import dispatch
-    from .submitter import chunked
 
     seen: dict[str, None] = dict.fromkeys(url for url in urls if url)
     for chunk in chunked(seen, conf.max_urls):

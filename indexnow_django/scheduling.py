@@ -20,7 +20,7 @@ is public in then (:mod:`indexnow_django.languages`).
 
 With ``DISPATCH: "tasks"`` the publication is a ``django.tasks`` task with
 ``run_after`` at that moment, carrying the same three values and judged by the
-same :func:`publish` (see :func:`indexnow_django.taskqueue.schedule_publication`);
+same :func:`publish` (see :func:`indexnow_django.transports.tasks.enqueue.schedule_publication`);
 the same moment is enqueued once, as far as the debounce cache is shared.
 
 Scheduling needs the queue or a task backend that defers tasks: with
@@ -45,7 +45,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .conf import get_settings, validate
-from .queue import get_queue, schedule_once
+from .transports.rq.queue import get_queue, schedule_once
 
 if TYPE_CHECKING:
     from django.db import models
@@ -127,7 +127,7 @@ def schedule_now(publication: Publication) -> Job | str | None:
         if not conf.enabled:
             return None
         if conf.resolved_dispatch == "tasks":
-            from .taskqueue import schedule_publication
+            from .transports.tasks.enqueue import schedule_publication
 
             task_id = schedule_publication(publication, conf)
             if task_id is not None:
@@ -235,7 +235,7 @@ def check_scheduling(
     if not labels:
         return []
     if conf.resolved_dispatch == "tasks":
-        from .taskqueue import cannot_defer
+        from .transports.tasks.enqueue import cannot_defer
 
         refusal = cannot_defer(conf)
         if refusal is None:

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from django.dispatch import Signal
 
-from .client import PostResult
+from .protocol.client import PostResult
 
 logger = logging.getLogger(__name__)
 

@@ -248,7 +248,7 @@ class ChangedSince:
         return True
 
     def _normalized(self, location: str) -> str:
-        from .normalize import InvalidURL, normalize_url
+        from .protocol.normalize import InvalidURL, normalize_url
 
         try:
             return normalize_url(location, self.base_url)

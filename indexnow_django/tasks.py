@@ -7,7 +7,7 @@ retryable answer becomes a new task for just those URLs and engines with
 ``supports_defer``; a final rejection or the last attempt ends the task FAILED
 with the engine's answer and the hint. :data:`publish` is a scheduled
 publication, judged when it runs by :func:`indexnow_django.scheduling.publish`.
-They are enqueued by :mod:`indexnow_django.taskqueue`.
+They are enqueued by :mod:`indexnow_django.transports.tasks.enqueue`.
 
 Both are built when first looked up (this module imports without a tasks
 framework and reads no settings at import), under the dotted paths that tasks
@@ -16,12 +16,12 @@ carry: ``indexnow_django.tasks.deliver`` and ``indexnow_django.tasks.publish``.
 A django-tasks-db worker that dies mid-delivery leaves its task RUNNING for
 ever. Each delivery on django-tasks-db keeps a
 :class:`~indexnow_django.models.TaskHeartbeat` while it runs (written when it
-starts, renewed every :data:`~indexnow_django.queue.HEARTBEAT_EVERY` seconds,
+starts, renewed every :data:`~indexnow_django.transports.rq.queue.HEARTBEAT_EVERY` seconds,
 removed when it ends), and every ``db_worker`` looks every :data:`SWEEP_EVERY`
 seconds for running delivery tasks whose worker is gone (:func:`resend_orphans`):
 each is sent again as a new task (the next attempt), or at ``MAX_ATTEMPTS``
 failed with a message naming the count. A worker is gone when its heartbeat
-is older than :data:`~indexnow_django.queue.HEARTBEAT_TTL` seconds, or, on the
+is older than :data:`~indexnow_django.transports.rq.queue.HEARTBEAT_TTL` seconds, or, on the
 machine that sweeps, when its process has ended: SQLite lets one connection
 write at a time, so a busy database can hold a live worker's heartbeat back.
 """
@@ -43,8 +43,14 @@ from django.utils import timezone
 from .compat import tasks_framework
 from .conf import IndexNowSettings, get_settings
 from .jobs import run_delivery
-from .queue import HEARTBEAT_EVERY, HEARTBEAT_TTL, env_seconds, heartbeat_ttl
-from .taskqueue import DELIVERY_TASK, backend, cannot_defer, enqueue_delivery, is_database
+from .transports.rq.queue import HEARTBEAT_EVERY, HEARTBEAT_TTL, env_seconds, heartbeat_ttl
+from .transports.tasks.enqueue import (
+    DELIVERY_TASK,
+    backend,
+    cannot_defer,
+    enqueue_delivery,
+    is_database,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +100,14 @@ def _publish(label: str, pk: Any, timestamp: int) -> str:
 # The names the tasks carry: the framework imports ``<module>.<qualname>``.
 _deliver.__name__ = _deliver.__qualname__ = "deliver"
 _publish.__name__ = _publish.__qualname__ = "publish"
-#: The task functions by name, for :func:`indexnow_django.taskqueue.make_task`.
+#: The task functions by name, for :func:`indexnow_django.transports.tasks.enqueue.make_task`.
 FUNCTIONS: dict[str, Callable[..., Any]] = {"deliver": _deliver, "publish": _publish}
 
 
 def __getattr__(name: str) -> Any:
     """``deliver`` and ``publish``: the tasks, on the configured backend and queue."""
     if name in FUNCTIONS:
-        from .taskqueue import make_task
+        from .transports.tasks.enqueue import make_task
 
         return make_task(name, get_settings(resolve_hosts=False))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

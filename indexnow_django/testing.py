@@ -304,7 +304,7 @@ def _normalized(urls: Sequence[str]) -> tuple[str, ...]:
     """``urls`` as delivery would send them; as given when the settings are unusable."""
     from .conf import get_settings
     from .exceptions import IndexNowConfigError
-    from .normalize import normalize_urls
+    from .protocol.normalize import normalize_urls
 
     try:
         conf = get_settings()

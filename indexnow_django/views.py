@@ -10,7 +10,7 @@ from django.views.decorators.http import require_safe
 
 from .conf import get_settings
 from .exceptions import IndexNowConfigError
-from .normalize import normalize_host
+from .protocol.normalize import normalize_host
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ processes kept in the database while Redis could not take their jobs
 (:mod:`indexnow_django.pending`). A busy worker looks when it is idle again;
 any idle worker of the queue will do. The test suite shortens the interval,
 and the heartbeats of delivery jobs, with :data:`SWEEP_EVERY_ENV` and
-:data:`~indexnow_django.queue.HEARTBEAT_TTL_ENV`.
+:data:`~indexnow_django.transports.rq.queue.HEARTBEAT_TTL_ENV`.
 
 A worker that has no scheduler running (it never got the lock, or its
 scheduler died) asks for the lock at each look, and takes it over from a
@@ -62,7 +62,7 @@ from .collector import batch
 from .compat import scheduler_died, scheduler_running, take_over_scheduler_lock
 from .conf import get_settings, settings_fingerprint
 from .jobs import resend_orphans, resend_stranded
-from .queue import env_seconds, get_queue
+from .transports.rq.queue import env_seconds, get_queue
 
 logger = logging.getLogger(__name__)
 
@@ -285,8 +285,8 @@ class UnitOfWorkMixin:
 
     def ensure_windows(self) -> None:
         """With ``QUEUE["COALESCE"]``, a window job for URLs left pending without one
-        (see :mod:`indexnow_django.coalesce`). Never raises."""
-        from .coalesce import ensure_window_job
+        (see :mod:`indexnow_django.transports.rq.coalesce`). Never raises."""
+        from .transports.rq.coalesce import ensure_window_job
 
         try:
             conf = get_settings()

@@ -17,7 +17,8 @@ import redis
 from django.core.cache import caches
 from django.test import override_settings
 
-from indexnow_django import breaker, conf
+from indexnow_django import conf
+from indexnow_django.delivery import breaker
 from indexnow_django.testing import LoopbackEngine
 from tests import services
 
@@ -74,7 +75,7 @@ def indexnow_settings(settings: Any) -> Any:
 def history_on(indexnow_settings: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """POSTs recorded in the database (off elsewhere in the suite), and this process
     has not purged old records yet. Returns the overrides, for a worker too."""
-    from indexnow_django import history
+    from indexnow_django.delivery import history
 
     monkeypatch.setattr(history, "_last_purge", None)
     monkeypatch.setattr(history, "_retries", {})

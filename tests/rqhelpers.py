@@ -16,7 +16,7 @@ from rq.registry import (
     StartedJobRegistry,
 )
 
-from indexnow_django.queue import META_ATTEMPT, META_BATCH_ID
+from indexnow_django.transports.rq.queue import META_ATTEMPT, META_BATCH_ID
 
 QUEUE = "default"
 

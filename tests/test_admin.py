@@ -12,9 +12,9 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
 
+from indexnow_django.delivery.send import deliver_now
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
-from indexnow_django.submitter import deliver_now
 from indexnow_django.testing import Reply
 from tests.conftest import make_delivery
 from tests.rqhelpers import failed_ids, only_queued_job, wait_for_status

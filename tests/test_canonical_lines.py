@@ -1,8 +1,8 @@
 """Blocks of canonical URLs read from a file skip the per-line checks, and change nothing.
 
-:func:`~indexnow_django.normalize.canonical_lines` is checked against the rule
+:func:`~indexnow_django.protocol.normalize.canonical_lines` is checked against the rule
 each line otherwise goes through (strip, skip blank lines and comments,
-:func:`~indexnow_django.normalize.normalize_entry`, the host check); the command
+:func:`~indexnow_django.protocol.normalize.normalize_entry`, the host check); the command
 is checked on files where such blocks, lines that need the full rule and
 invalid lines alternate.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from indexnow_django.normalize import InvalidURL, canonical_lines, host_of, normalize_entry
+from indexnow_django.protocol.normalize import InvalidURL, canonical_lines, host_of, normalize_entry
 from indexnow_django.testing import LoopbackEngine
 
 BASE = "https://www.example.com"

@@ -11,7 +11,7 @@ from email.utils import format_datetime
 import pytest
 
 from indexnow_django import __version__
-from indexnow_django.client import (
+from indexnow_django.protocol.client import (
     ENGINE_ENDPOINTS,
     Engine,
     IndexNowClient,

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import redis
 
-from indexnow_django import coalesce
 from indexnow_django.conf import get_settings
 from indexnow_django.dispatch import dispatch
-from indexnow_django.queue import get_queue
 from indexnow_django.testing import Reply
+from indexnow_django.transports.rq import coalesce
+from indexnow_django.transports.rq.queue import get_queue
 from tests.rqhelpers import FAST_RETRY, failed_ids
 from tests.services import ROOT, django_env
 

@@ -19,7 +19,7 @@ from django.contrib.sites.models import Site
 
 from indexnow_django import batch, conf
 from indexnow_django.conf import get_settings
-from indexnow_django.submitter import deliver_now
+from indexnow_django.delivery.send import deliver_now
 from tests import services
 from tests.testapp.tenants import tenant_key
 

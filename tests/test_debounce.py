@@ -12,8 +12,8 @@ import pytest
 import redis
 from django.core.cache import caches
 
-from indexnow_django.client import Engine
-from indexnow_django.debounce import DebounceStore
+from indexnow_django.delivery.debounce import DebounceStore
+from indexnow_django.protocol.client import Engine
 from indexnow_django.testing import Reply
 
 URLS = [f"https://www.example.com/{i}/" for i in range(100)]
@@ -139,8 +139,8 @@ def test_the_claims_of_a_process_that_died_are_taken_over():
     store = DebounceStore("shared", ttl=600, claim_ttl=300)
     code = (
         "import django; django.setup();"
-        "from indexnow_django.debounce import DebounceStore;"
-        "from indexnow_django.client import Engine;"
+        "from indexnow_django.delivery.debounce import DebounceStore;"
+        "from indexnow_django.protocol.client import Engine;"
         "s = DebounceStore('shared', ttl=600, claim_ttl=300);"
         f"print(len(s.claim(Engine('bing', {BING.endpoint!r}), {URLS!r}).urls))"
     )

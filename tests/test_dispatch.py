@@ -22,8 +22,8 @@ from indexnow_django import submit
 from indexnow_django.checks import check_queue_wiring
 from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
-from indexnow_django.queue import META_ATTEMPT, META_BATCH_ID
 from indexnow_django.testing import Reply
+from indexnow_django.transports.rq.queue import META_ATTEMPT, META_BATCH_ID
 from tests.rqhelpers import (
     FAST_RETRY,
     exc_string,
@@ -356,9 +356,9 @@ def test_a_redis_that_never_answers_costs_one_flush_its_timeout(
     """A host that accepts connections and then says nothing (a dropped network, a hung
     Redis): the flush gives up after the Redis timeout and keeps its URLs for a worker
     (Redis may still take the job); the next flushes skip the enqueue and send at once."""
-    from indexnow_django import breaker
-    from indexnow_django import queue as queue_module
+    from indexnow_django.delivery import breaker
     from indexnow_django.pending import ENQUEUE_TIMED_OUT, PendingSubmission
+    from indexnow_django.transports.rq import queue as queue_module
 
     indexnow_settings(DISPATCH="queue")
     with override_settings(RQ_QUEUES={"default": {"URL": f"redis://127.0.0.1:{silent_redis}/0"}}):
@@ -431,7 +431,7 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
     import requests
 
     from indexnow_django.pending import PendingSubmission
-    from indexnow_django.queue import REDIS_TIMEOUT
+    from indexnow_django.transports.rq.queue import REDIS_TIMEOUT
     from tests.testapp.models import Post
 
     settings.ROOT_URLCONF = "tests.testapp.urls"

@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 
 from indexnow_django.conf import get_settings
-from indexnow_django.masking import mask_key, mask_keys, mask_url, mask_url_in
+from indexnow_django.protocol.masking import mask_key, mask_keys, mask_url, mask_url_in
 from indexnow_django.testing import Reply
 
 KEY = "abcd0123456789efwxyz"
@@ -100,7 +100,7 @@ def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
     engine, indexnow_settings, start_worker, redis_conn, caplog
 ):
     from indexnow_django.dispatch import dispatch
-    from indexnow_django.queue import META_BATCH_ID
+    from indexnow_django.transports.rq.queue import META_BATCH_ID
     from tests.rqhelpers import exc_string, only_queued_job, wait_for_batch
 
     overrides = {"DISPATCH": "queue", "ENGINES": [engine_with_credentials(engine)]}

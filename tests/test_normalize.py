@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from indexnow_django.normalize import (
+from indexnow_django.protocol.normalize import (
     InvalidURL,
     normalize_entry,
     normalize_host,
@@ -210,7 +210,7 @@ def test_fast_path_agrees_with_the_full_normalization(url):
 )
 def test_paths_joined_without_parsing_give_what_parsing_gives(base):
     """The shortcut for plain paths agrees with the full parse, and leaves the rest to it."""
-    from indexnow_django.normalize import _normalize_parsed
+    from indexnow_django.protocol.normalize import _normalize_parsed
 
     paths = [
         "/",

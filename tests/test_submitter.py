@@ -5,9 +5,9 @@ from collections import Counter
 
 import pytest
 
-from indexnow_django.client import Outcome
 from indexnow_django.conf import get_settings
-from indexnow_django.submitter import deliver_now
+from indexnow_django.delivery.send import deliver_now
+from indexnow_django.protocol.client import Outcome
 from indexnow_django.testing import LoopbackEngine, Reply
 
 KEY = "test-key-0123456789"

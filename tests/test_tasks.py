@@ -29,8 +29,8 @@ from indexnow_django.conf import get_settings
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import TaskHeartbeat
 from indexnow_django.scheduling import check_scheduling
-from indexnow_django.taskqueue import DELIVERY_TASK, PUBLISH_TASK
 from indexnow_django.testing import Reply
+from indexnow_django.transports.tasks.enqueue import DELIVERY_TASK, PUBLISH_TASK
 from tests.rqhelpers import FAST_RETRY, FAST_SWEEP, wait_for_count
 from tests.testapp.models import Page, Post
 from tests.testapp.tasks import save_pages_task
@@ -378,7 +378,7 @@ def test_db_worker_killed_mid_post_is_sent_again_by_another_worker(
 
 def running_delivery(started_ago: float, **kwargs: Any) -> DBTaskResult:
     """A delivery task that a worker claimed ``started_ago`` seconds ago."""
-    from indexnow_django.taskqueue import enqueue_delivery
+    from indexnow_django.transports.tasks.enqueue import enqueue_delivery
 
     task_id = enqueue_delivery([A], batch_id="b-orphan", conf=get_settings())
     row = DBTaskResult.objects.get(pk=task_id)

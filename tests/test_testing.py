@@ -175,7 +175,7 @@ def test_dispatch_is_restored_after_the_block_even_on_error(engine):
 
 
 def test_loopback_engine_reports_each_request_with_its_reply():
-    from indexnow_django.client import Engine, IndexNowClient
+    from indexnow_django.protocol.client import Engine, IndexNowClient
     from indexnow_django.testing import LoopbackEngine, Reply
 
     seen = []

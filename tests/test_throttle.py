@@ -14,10 +14,10 @@ import redis
 from django.core.management import call_command
 from rq.job import Job
 
-from indexnow_django.client import Engine
+from indexnow_django.delivery.throttle import Throttle
 from indexnow_django.dispatch import dispatch
+from indexnow_django.protocol.client import Engine
 from indexnow_django.testing import LoopbackEngine
-from indexnow_django.throttle import Throttle
 from tests.rqhelpers import FAST_RETRY, finished_ids, wait_for_count
 
 BASE = "https://www.example.com"

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from indexnow_django.protocol.http import MAX_BODY_BYTES, Transport, TransportError
 from indexnow_django.testing import Reply
-from indexnow_django.transport import MAX_BODY_BYTES, Transport, TransportError
 from tests.services import free_port
 
 HEADERS = {"Content-Type": "application/json; charset=utf-8"}

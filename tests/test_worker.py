@@ -16,7 +16,7 @@ from indexnow_django import worker as worker_module
 from indexnow_django.checks import check_queue_wiring
 from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
-from indexnow_django.queue import META_BATCH_ID
+from indexnow_django.transports.rq.queue import META_BATCH_ID
 from tests.rqhelpers import (
     failed_ids,
     fetch,
@@ -180,7 +180,7 @@ def test_the_line_users_add():
 def test_the_intervals_a_test_may_shorten(monkeypatch, value, sweep, heartbeat):
     """``INDEXNOW_SWEEP_EVERY`` and ``INDEXNOW_HEARTBEAT_TTL`` take whole seconds; anything
     else leaves the defaults."""
-    from indexnow_django import queue
+    from indexnow_django.transports.rq import queue
 
     for name in ("INDEXNOW_SWEEP_EVERY", "INDEXNOW_HEARTBEAT_TTL"):
         if value is None:
@@ -398,7 +398,7 @@ def test_a_job_stranded_by_a_full_redis_is_sent_once_when_redis_has_room(
 
     from indexnow_django.conf import get_settings
     from indexnow_django.dispatch import dispatch
-    from indexnow_django.queue import get_queue
+    from indexnow_django.transports.rq.queue import get_queue
 
     queues = {"default": {"URL": f"{private_redis.url}/0"}}
     settings.RQ_QUEUES = queues

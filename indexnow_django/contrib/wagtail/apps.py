@@ -109,7 +109,7 @@ class IndexNowWagtailConfig(AppConfig):
         from wagtail.models import Site
 
         from ...conf import get_settings
-        from ...normalize import host_of, normalize_url
+        from ...protocol.normalize import host_of, normalize_url
 
         allowed = get_settings().hosts
         sites = list(Site.objects.select_related("root_page").order_by("hostname", "port"))

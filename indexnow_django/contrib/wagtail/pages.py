@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from ...compat import wagtail_site_request
-from ...normalize import InvalidURL, host_of, normalize_url
+from ...protocol.normalize import InvalidURL, host_of, normalize_url
 
 if TYPE_CHECKING:
     from wagtail.models import Page

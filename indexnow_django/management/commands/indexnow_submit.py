@@ -20,11 +20,11 @@ from typing import IO, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from indexnow_django.client import Engine, Outcome, PostResult, excerpt
 from indexnow_django.conf import get_settings
 from indexnow_django.entries import Entry, NotText, Ready, read_lines
 from indexnow_django.exceptions import IndexNowConfigError
-from indexnow_django.masking import mask_url
+from indexnow_django.protocol.client import Engine, Outcome, PostResult, excerpt
+from indexnow_django.protocol.masking import mask_url
 from indexnow_django.runs import Counts, Reporter, SubmissionRun
 from indexnow_django.sources import (
     ChangedSince,
@@ -203,7 +203,7 @@ class Command(BaseCommand):
                 "--changed-since last-accepted reads the history, but INDEXNOW['HISTORY']"
                 "['ENABLED'] is False: give a duration or a date instead."
             )
-        from indexnow_django.history import accepted_by_all
+        from indexnow_django.delivery.history import accepted_by_all
 
         accepted = accepted_by_all([engine.name for engine in self.conf.engines])
         return ChangedSince(accepted=accepted, base_url=self.conf.base_url)

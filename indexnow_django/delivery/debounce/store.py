@@ -5,7 +5,7 @@ holder of a claim in the way is still alive, and which layout the cache takes:
 :mod:`.redis_store` on Django's Redis cache or django-redis,
 :mod:`.cache_store` on any other. It never stops a send: when the cache cannot
 be reached every URL is sent as if nothing had been sent before, and a warning
-says so. A Redis that timed out is skipped for a while (:mod:`indexnow_django.breaker`).
+says so. A Redis that timed out is skipped for a while (:mod:`indexnow_django.delivery.breaker`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Callable, Collection, Sequence
 
 from django.core.cache import BaseCache, caches
 
+from ...compat import redis_cache_client
+from ...protocol.client import Engine
 from ..breaker import guard
-from ..client import Engine
-from ..compat import redis_cache_client
 from .cache_store import claim_through_cache_api, settle_through_cache_api
 from .claims import Claim, engine_prefix
 from .redis_store import claim_on_redis, settle_on_redis
@@ -32,7 +32,8 @@ __all__ = ["DebounceStore"]
 
 
 class DebounceStore:
-    """Claims, records and releases URLs per engine endpoint; see :mod:`indexnow_django.debounce`.
+    """Claims, records and releases URLs per engine endpoint; see
+    :mod:`indexnow_django.delivery.debounce`.
 
     ``clock`` gives the time in seconds since the epoch (``time.time`` unless a test
     gives its own): the TTL, the windows and the moment of acceptance follow it.
@@ -221,7 +222,7 @@ def _job_alive(job_id: str, queue_name: str | None) -> bool:
     if current is not None:
         connection = current.connection
     elif queue_name is not None:
-        from ..queue import connection as queue_connection
+        from ...transports.rq.queue import connection as queue_connection
 
         connection = queue_connection(queue_name)
     else:

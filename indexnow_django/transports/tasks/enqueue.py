@@ -1,4 +1,5 @@
-"""Everything ``django.tasks`` on the enqueueing side, as :mod:`indexnow_django.queue` is for rq.
+"""Everything ``django.tasks`` on the enqueueing side, as
+:mod:`indexnow_django.transports.rq.queue` is for rq.
 
 With ``DISPATCH: "tasks"`` each flush becomes one task of
 ``indexnow_django.tasks.deliver`` on ``INDEXNOW["TASKS"]["BACKEND"]`` and its
@@ -22,11 +23,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .compat import tasks_framework
-from .conf import IndexNowSettings
+from ...compat import tasks_framework
+from ...conf import IndexNowSettings
 
 if TYPE_CHECKING:
-    from .scheduling import Publication
+    from ...scheduling import Publication
 
 logger = logging.getLogger(__name__)
 

@@ -28,13 +28,13 @@ from django.db.models import Max, Q, Sum, TextField, Value
 from django.db.models.functions import Concat, TruncDate
 from django.utils import timezone
 
-from .client import Outcome, PostResult
-from .conf import IndexNowSettings
+from ..conf import IndexNowSettings
+from ..protocol.client import Outcome, PostResult
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from .models import Delivery
+    from ..models import Delivery
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def record(
 
 
 def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: int | None) -> None:
-    from .models import Delivery
+    from ..models import Delivery
 
     dry_run = Delivery.Outcome.DRY_RUN
     outcome = dry_run if conf.dry_run else Delivery.Outcome(result.outcome.value)
@@ -132,7 +132,7 @@ def _current_job() -> tuple[str, str, int]:
     """``(job id, queue name, attempt)`` of the delivery job running in this process, if any."""
     from rq import get_current_job
 
-    from .queue import is_delivery
+    from ..transports.rq.queue import is_delivery
 
     job = get_current_job()
     if job is None or not is_delivery(job):
@@ -160,7 +160,7 @@ def _attempt_in_process(batch_id: str, result: PostResult) -> int:
 
 def purge(retention_days: int) -> int:
     """Delete the records older than ``retention_days``; return how many went."""
-    from .models import Delivery
+    from ..models import Delivery
 
     cutoff = timezone.now() - timedelta(days=retention_days)
     deleted: int = Delivery.objects.filter(sent_at__lt=cutoff).delete()[0]
@@ -238,7 +238,7 @@ def with_urls(queryset: QuerySet[Delivery], urls: Iterable[str]) -> QuerySet[Del
 
 def last_accepted(urls: Iterable[str]) -> dict[str, datetime]:
     """``{engine: when}``: when each engine last accepted any of ``urls``, newest first."""
-    from .models import Delivery
+    from ..models import Delivery
 
     rows = (
         with_urls(Delivery.objects.filter(outcome=Delivery.Outcome.ACCEPTED), urls)
@@ -255,7 +255,7 @@ def accepted_by_all(engines: Collection[str]) -> dict[str, datetime]:
 
     One pass over the accepted records, streamed; it holds every URL they name.
     """
-    from .models import Delivery
+    from ..models import Delivery
 
     wanted = set(engines)
     last: dict[str, dict[str, datetime]] = {}

@@ -36,9 +36,9 @@ import uuid
 
 from django.core.cache import BaseCache, caches
 
+from ..compat import redis_cache_client
+from ..protocol.client import Engine
 from .breaker import guard
-from .client import Engine
-from .compat import redis_cache_client
 
 logger = logging.getLogger(__name__)
 

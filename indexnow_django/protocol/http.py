@@ -3,7 +3,7 @@
 :meth:`Transport.post` sends a body and returns the :class:`Answer` that came
 back, whatever its status, or raises :class:`TransportError` when no complete
 answer arrived (a network error, a timeout). What an answer *means* is the
-client's business (:mod:`indexnow_django.client`); this module knows HTTP only.
+client's business (:mod:`indexnow_django.protocol.client`); this module knows HTTP only.
 
 A POST has one deadline for the whole exchange: when it passes, the POST's
 sockets are shut down, so that whatever it waits for (connecting, the status

@@ -41,7 +41,7 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .conf import IndexNowSettings
+from ...conf import IndexNowSettings
 from .queue import WINDOW_FUNC
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from ..client import Engine
+from ...protocol.client import Engine
 
 __all__ = ["GONE", "KEY_PREFIX", "PUBLIC", "Claim", "engine_prefix", "url_digest"]
 

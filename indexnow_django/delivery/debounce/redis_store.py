@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Sequence
 from importlib.resources import files
 from typing import Any
 
-from ..client import Engine
+from ...protocol.client import Engine
 from .claims import GONE, PUBLIC, Claim
 
 __all__ = ["EXPIRY_SLACK", "claim_on_redis", "claim_script", "digests", "settle_on_redis"]

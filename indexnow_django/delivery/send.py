@@ -24,12 +24,13 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from . import escalation, signals
-from .client import Engine, IndexNowClient, Outcome, PostResult
-from .conf import HostConfig, IndexNowSettings, get_settings
+from .. import signals
+from ..conf import HostConfig, IndexNowSettings, get_settings
+from ..protocol.client import Engine, IndexNowClient, Outcome, PostResult
+from ..protocol.normalize import host_of, normalize_urls
+from . import escalation
 from .debounce import Claim, DebounceStore
 from .history import attempt_of, record
-from .normalize import host_of, normalize_urls
 from .throttle import Throttle
 
 logger = logging.getLogger(__name__)
@@ -381,7 +382,7 @@ def _after_post(
     count: bool,
 ) -> None:
     """Everything that follows a POST: the history record, the count of rejections
-    (:mod:`~indexnow_django.escalation`; not when ``count`` is false, as when the shared
+    (:mod:`~indexnow_django.delivery.escalation`; not when ``count`` is false, as when the shared
     cache just failed to answer), the ``post_sent`` signal."""
     if attempt is None:
         attempt = attempt_of(batch_id, result)

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.cache import BaseCache
 
-from ..client import Engine
+from ...protocol.client import Engine
 from .claims import GONE, PUBLIC, Claim, engine_prefix, url_digest
 
 __all__ = ["claim_through_cache_api", "settle_through_cache_api"]

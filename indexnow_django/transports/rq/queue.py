@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .conf import IndexNowSettings
+from ...conf import IndexNowSettings
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -186,7 +186,7 @@ def job_options(conf: IndexNowSettings) -> dict[str, Any]:
     return {"timeout": job_timeout(conf), "failure_ttl": failure_ttl(conf)}
 
 
-#: The window job of coalesced delivery (:mod:`indexnow_django.coalesce`).
+#: The window job of coalesced delivery (:mod:`indexnow_django.transports.rq.coalesce`).
 WINDOW_FUNC = "indexnow_django.jobs.deliver_window"
 
 

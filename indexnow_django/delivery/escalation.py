@@ -22,9 +22,9 @@ import logging
 
 from django.core.cache import BaseCache, caches
 
-from .client import Outcome, PostResult
-from .compat import redis_cache_client
-from .conf import IndexNowSettings
+from ..compat import redis_cache_client
+from ..conf import IndexNowSettings
+from ..protocol.client import Outcome, PostResult
 
 logger = logging.getLogger(__name__)
 

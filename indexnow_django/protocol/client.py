@@ -6,7 +6,7 @@ for what the engine answers or for a network failure: it returns a
 :class:`PostResult` that says whether the batch was accepted, should be
 retried (and after how long), or was finally rejected. The HTTP exchange
 itself, bounded in time (one deadline for the whole exchange) and in memory
-(only a short prefix of the answer is read), is :mod:`indexnow_django.transport`'s.
+(only a short prefix of the answer is read), is :mod:`indexnow_django.protocol.http`'s.
 
 :meth:`RetryPolicy.plan` turns the retryable results of an attempt into one
 :class:`Retry` per engine (which URLs, after how long): the worker's jobs
@@ -26,9 +26,9 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from . import __version__
+from .. import __version__
+from .http import Transport, TransportError
 from .masking import mask_keys, mask_url_in
-from .transport import Transport, TransportError
 
 if TYPE_CHECKING:
     import requests
@@ -265,7 +265,7 @@ class IndexNowClient:
     ``timeout`` (seconds) bounds connecting and each read, and the whole POST
     too: an answer that has not arrived whole ``timeout`` seconds after the
     request started (a body trickled byte by byte) is a timeout, retried like
-    any other. Only the first :data:`~indexnow_django.transport.MAX_BODY_BYTES` of an answer
+    any other. Only the first :data:`~indexnow_django.protocol.http.MAX_BODY_BYTES` of an answer
     are read.
     """
 
