@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .. import __version__
-from .http import Transport, TransportError
+from .http import HTTPSession, NoAnswer
 from .masking import mask_keys, mask_url_in
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ class IndexNowClient:
     ) -> None:
         self.timeout = timeout
         self.dry_run = dry_run
-        self.transport = Transport(session)
+        self.transport = HTTPSession(session)
         self.user_agent = user_agent
 
     def build_payload(
@@ -317,7 +317,7 @@ class IndexNowClient:
         started = time.monotonic()
         try:
             answer = self.transport.post(engine.endpoint, body, headers, self.timeout)
-        except TransportError as failure:
+        except NoAnswer as failure:
             return self._failed(
                 engine, host, urls, started, failure.error, timed_out=failure.timed_out
             )

@@ -1,7 +1,7 @@
-"""The HTTP transport of the client: one POST, bounded in time and in memory. No Django import.
+"""The HTTP layer of the client: one POST, bounded in time and in memory. No Django import.
 
-:meth:`Transport.post` sends a body and returns the :class:`Answer` that came
-back, whatever its status, or raises :class:`TransportError` when no complete
+:meth:`HTTPSession.post` sends a body and returns the :class:`Answer` that came
+back, whatever its status, or raises :class:`NoAnswer` when no complete
 answer arrived (a network error, a timeout). What an answer *means* is the
 client's business (:mod:`indexnow_django.protocol.client`); this module knows HTTP only.
 
@@ -28,7 +28,7 @@ import requests.adapters
 import urllib3
 import urllib3.connection
 
-__all__ = ["MAX_BODY_BYTES", "Answer", "DeadlineExceeded", "Transport", "TransportError"]
+__all__ = ["MAX_BODY_BYTES", "Answer", "DeadlineExceeded", "HTTPSession", "NoAnswer"]
 
 #: How much of an engine's answer is read at most; the rest is never downloaded.
 MAX_BODY_BYTES = 16 * 1024
@@ -49,7 +49,7 @@ class DeadlineExceeded(requests.Timeout):
     """The answer did not arrive whole within the POST's deadline."""
 
 
-class TransportError(Exception):
+class NoAnswer(Exception):
     """No complete answer: ``error`` is what went wrong, ``timed_out`` whether it was time."""
 
     def __init__(self, error: Exception, *, timed_out: bool) -> None:
@@ -58,7 +58,7 @@ class TransportError(Exception):
         self.timed_out = timed_out
 
 
-class Transport:
+class HTTPSession:
     """POSTs through a requests session whose connections a deadline can cut.
 
     A session given by the caller is used as it is (its own adapters, no deadline
@@ -75,7 +75,7 @@ class Transport:
     def post(self, url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> Answer:
         """POST ``body`` to ``url``; the whole exchange ends within ``timeout`` seconds.
 
-        No redirect is followed. Raises :class:`TransportError` when no complete
+        No redirect is followed. Raises :class:`NoAnswer` when no complete
         answer arrived in time.
         """
         started = time.monotonic()
@@ -97,12 +97,12 @@ class Transport:
             if deadline.expired:  # the answer was cut short, not complete
                 raise DeadlineExceeded("the answer was not complete within the deadline")
         except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:
-            raise TransportError(exc, timed_out=True) from exc
+            raise NoAnswer(exc, timed_out=True) from exc
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             if deadline.expired:  # the deadline cut the connection: a timeout
                 cut = DeadlineExceeded("no complete answer within the deadline")
-                raise TransportError(cut, timed_out=True) from exc
-            raise TransportError(exc, timed_out=False) from exc
+                raise NoAnswer(cut, timed_out=True) from exc
+            raise NoAnswer(exc, timed_out=False) from exc
         return Answer(response.status_code, response.reason or "", response.headers, text)
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from indexnow_django.protocol.http import MAX_BODY_BYTES, Transport, TransportError
+from indexnow_django.protocol.http import MAX_BODY_BYTES, HTTPSession, NoAnswer
 from indexnow_django.testing import Reply
 from tests.services import free_port
 
@@ -20,7 +20,7 @@ HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 
 def test_an_answer_of_any_status_comes_back_whole_with_its_headers(engine):
     engine.queue_replies(Reply(429, "slow down", headers={"Retry-After": "7"}))
-    answer = Transport().post(engine.url, b'{"a": 1}', HEADERS, timeout=3)
+    answer = HTTPSession().post(engine.url, b'{"a": 1}', HEADERS, timeout=3)
     assert (answer.status, answer.reason, answer.text) == (429, "Too Many Requests", "slow down")
     assert answer.headers["retry-after"] == "7"  # any case, as HTTP has it
     [post] = engine.posts
@@ -30,13 +30,13 @@ def test_an_answer_of_any_status_comes_back_whole_with_its_headers(engine):
 
 def test_only_a_prefix_of_a_long_body_is_read(engine):
     engine.queue_replies(Reply(200, b"y" * (4 * MAX_BODY_BYTES)))
-    answer = Transport().post(engine.url, b"{}", HEADERS, timeout=3)
+    answer = HTTPSession().post(engine.url, b"{}", HEADERS, timeout=3)
     assert answer.text == "y" * MAX_BODY_BYTES
 
 
 def test_a_refused_connection_is_an_error_that_is_not_a_timeout():
-    with pytest.raises(TransportError) as caught:
-        Transport().post(f"http://127.0.0.1:{free_port()}/indexnow", b"{}", HEADERS, timeout=3)
+    with pytest.raises(NoAnswer) as caught:
+        HTTPSession().post(f"http://127.0.0.1:{free_port()}/indexnow", b"{}", HEADERS, timeout=3)
     assert caught.value.timed_out is False
     assert type(caught.value.error).__name__ == "ConnectionError"
 
@@ -44,8 +44,8 @@ def test_a_refused_connection_is_an_error_that_is_not_a_timeout():
 def test_a_trickled_body_is_cut_at_the_deadline(engine):
     engine.queue_replies(Reply(200, "z" * 50, trickle=0.5))
     started = time.monotonic()
-    with pytest.raises(TransportError) as caught:
-        Transport().post(engine.url, b"{}", HEADERS, timeout=1.5)
+    with pytest.raises(NoAnswer) as caught:
+        HTTPSession().post(engine.url, b"{}", HEADERS, timeout=1.5)
     assert caught.value.timed_out is True
     assert type(caught.value.error).__name__ == "DeadlineExceeded"
     assert 1.5 <= time.monotonic() - started < 3
