@@ -69,9 +69,9 @@ JOB_LOOKUP_TIMEOUT = 1.0
 
 
 def _how_sent(conf: IndexNowSettings) -> str:
-    if conf.resolved_dispatch == "queue":
-        return str(_("queued for delivery"))
-    return str(_("sent from the web process"))
+    from .transports import chosen
+
+    return chosen(conf).how_sent
 
 
 # --------------------------------------------------------------------------- the chart

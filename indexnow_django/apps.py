@@ -12,7 +12,8 @@ class IndexNowConfig(AppConfig):
     verbose_name = "IndexNow"
 
     def ready(self) -> None:
-        from . import checks, collector, conf, languages, registry, tasks, tracking
+        from . import checks, collector, conf, languages, registry, tracking
+        from .transports.tasks.worker import watch_worker
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
@@ -23,5 +24,5 @@ class IndexNowConfig(AppConfig):
         tracking.connect()
         collector.install_command_units()
         collector.connect_tasks()
-        if tasks.watch_worker not in collector.command_hooks:
-            collector.command_hooks.append(tasks.watch_worker)
+        if watch_worker not in collector.command_hooks:
+            collector.command_hooks.append(watch_worker)

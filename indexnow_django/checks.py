@@ -17,6 +17,7 @@ from typing import Any
 from django.core import checks
 
 from .conf import IndexNowSettings, get_settings, validate
+from .transports import chosen
 
 __all__ = [
     "MIDDLEWARE_PATH",
@@ -25,7 +26,7 @@ __all__ = [
     "check_key_file_url",
     "check_queue_wiring",
     "check_settings",
-    "check_tasks_wiring",
+    "check_transport",
     "check_wiring",
     "middleware_without_app",
     "register_checks",
@@ -57,64 +58,51 @@ def _valid_settings() -> IndexNowSettings | None:
     return conf if conf.enabled else None
 
 
+def check_transport(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """The chosen transport's own checks (:meth:`~indexnow_django.transports.Transport.checks`)."""
+    conf = _valid_settings()
+    return [] if conf is None else chosen(conf).checks()
+
+
 def check_queue_wiring(
     app_configs: Sequence[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """Queue (and tasks) dispatch needs workers that flush their jobs' URLs and a cache they
-    share.
-
-    ``indexnow.W001``: ``RQ["WORKER_CLASS"]`` does not run each job in a unit
-    of work, so saves made by jobs are not submitted (or it cannot be
-    imported, so no worker starts: :class:`StopsDelivery`).
-    ``indexnow.W002``: the debounce cache is local to each process (LocMem),
-    and rq forks a new process for each job, or keeps nothing (Dummy): either
-    way no job sees what an earlier one sent.
+    """``indexnow.W002``: deliveries run in workers, but the debounce cache is local to each
+    process (LocMem), or keeps nothing (Dummy): no delivery sees what an earlier one sent.
     """
     conf = _valid_settings()
-    if conf is None or conf.resolved_dispatch not in ("queue", "tasks"):
+    if conf is None or conf.debounce_ttl == 0:
+        return []
+    transport = chosen(conf)
+    if transport.in_process:
         return []
     from django.core.cache import caches
     from django.core.cache.backends.dummy import DummyCache
     from django.core.cache.backends.locmem import LocMemCache
 
-    from .worker import WORKER_CLASS_LINE, configured_worker_class, is_wired
-
-    messages: list[checks.CheckMessage] = []
-    if conf.resolved_dispatch == "queue" and not is_wired():
-        path, cls = configured_worker_class()
-        problem = "cannot be imported" if cls is None else "does not run each job in a unit of work"
-        level = checks.Warning if cls is not None else StopsDelivery
-        messages.append(
-            level(
-                f"INDEXNOW dispatches to a queue but the rq worker class {path!r} {problem}: "
-                "URLs that your jobs' saves produce are not submitted.",
-                hint=f"Add {WORKER_CLASS_LINE} to your settings, or add "
-                "indexnow_django.worker.UnitOfWorkMixin to your own worker class.",
-                id="indexnow.W001",
-            )
+    cache = caches[conf.debounce_cache]
+    if not isinstance(cache, (LocMemCache, DummyCache)):
+        return []
+    effect = "nothing is debounced, even with a single worker"
+    if isinstance(cache, DummyCache):
+        kind = "keeps nothing"
+    elif transport.forks_per_delivery:
+        kind = "is local to each process, and rq's worker runs each job in a new process"
+    else:
+        kind = "is local to each process"
+        effect = "one worker cannot tell which URLs another one sent"
+    return [
+        checks.Warning(
+            f"INDEXNOW['DEBOUNCE']['CACHE'] is {conf.debounce_cache!r} "
+            f"({type(cache).__name__}), which {kind}: {effect}, so an engine receives "
+            "a URL again at every save.",
+            hint="Point DEBOUNCE['CACHE'] at a cache that workers share, such as "
+            "Django's RedisCache.",
+            id="indexnow.W002",
         )
-    if conf.debounce_ttl > 0:
-        cache = caches[conf.debounce_cache]
-        if isinstance(cache, (LocMemCache, DummyCache)):
-            effect = "nothing is debounced, even with a single worker"
-            if isinstance(cache, DummyCache):
-                kind = "keeps nothing"
-            elif conf.resolved_dispatch == "tasks":  # django-tasks-db's worker does not fork
-                kind = "is local to each process"
-                effect = "one worker cannot tell which URLs another one sent"
-            else:
-                kind = "is local to each process, and rq's worker runs each job in a new process"
-            messages.append(
-                checks.Warning(
-                    f"INDEXNOW['DEBOUNCE']['CACHE'] is {conf.debounce_cache!r} "
-                    f"({type(cache).__name__}), which {kind}: {effect}, so an engine receives "
-                    "a URL again at every save.",
-                    hint="Point DEBOUNCE['CACHE'] at a cache that workers share, such as "
-                    "Django's RedisCache.",
-                    id="indexnow.W002",
-                )
-            )
-    return messages
+    ]
 
 
 def _has_middleware() -> bool:
@@ -166,7 +154,6 @@ def check_wiring(
     conf = _valid_settings()
     if conf is None:
         return []
-    from django.apps import apps
 
     messages: list[checks.CheckMessage] = []
     if not _has_middleware():
@@ -176,15 +163,6 @@ def check_wiring(
                 "once per transaction (or per save outside one) instead of once per request.",
                 hint=f"Add {MIDDLEWARE_PATH!r} to MIDDLEWARE.",
                 id="indexnow.W004",
-            )
-        )
-    if conf.resolved_dispatch == "queue" and not apps.is_installed("django_rq"):
-        messages.append(
-            StopsDelivery(
-                f"INDEXNOW dispatches to queue {conf.queue_name!r} but django_rq is not in "
-                "INSTALLED_APPS: manage.py rqworker, which runs the jobs, is not available.",
-                hint="Add 'django_rq' to INSTALLED_APPS.",
-                id="indexnow.W005",
             )
         )
     return messages
@@ -198,7 +176,7 @@ def check_debounce_cache(
     With queue dispatch ``indexnow.W002`` says so already.
     """
     conf = _valid_settings()
-    if conf is None or conf.debounce_ttl == 0 or conf.resolved_dispatch in ("queue", "tasks"):
+    if conf is None or conf.debounce_ttl == 0 or not chosen(conf).in_process:
         return []
     from django.core.cache import caches
     from django.core.cache.backends.dummy import DummyCache
@@ -268,61 +246,6 @@ def check_key_file_url(
     return messages
 
 
-def check_tasks_wiring(
-    app_configs: Sequence[Any] | None = None, **kwargs: Any
-) -> list[checks.CheckMessage]:
-    """What ``DISPATCH: "tasks"`` needs of its ``django.tasks`` backend.
-
-    ``indexnow.W009``: the backend cannot defer a task (the ImmediateBackend):
-    retries and scheduled publications do not run there.
-    ``indexnow.W010``: the backend cannot be loaded, or does not serve
-    ``TASKS["QUEUE_NAME"]``, so every flush falls back to a send from the web
-    process (:class:`StopsDelivery`).
-    """
-    conf = _valid_settings()
-    if conf is None or conf.resolved_dispatch != "tasks":
-        return []
-    from .transports.tasks.enqueue import backend, cannot_defer
-
-    try:
-        task_backend = backend(conf)
-    except Exception as exc:
-        return [
-            StopsDelivery(
-                f"INDEXNOW dispatches to task backend {conf.tasks_backend!r}, which cannot be "
-                f"loaded ({type(exc).__name__}: {exc}): every flush is sent from the process "
-                "that made it, without retries.",
-                hint="Fix settings.TASKS (manage.py check lists the backend's own problems).",
-                id="indexnow.W010",
-            )
-        ]
-    messages: list[checks.CheckMessage] = []
-    queues = getattr(task_backend, "queues", None)
-    if queues and conf.tasks_queue not in queues:
-        messages.append(
-            StopsDelivery(
-                f"INDEXNOW['TASKS']['QUEUE_NAME'] {conf.tasks_queue!r} is not a queue of task "
-                f"backend {conf.tasks_backend!r}: every flush is sent from the process that "
-                "made it, without retries.",
-                hint=f"Use one of: {', '.join(sorted(queues))}, or add {conf.tasks_queue!r} to "
-                f"the backend's QUEUES.",
-                id="indexnow.W010",
-            )
-        )
-    refusal = cannot_defer(conf)
-    if refusal is not None:
-        messages.append(
-            checks.Warning(
-                f"INDEXNOW dispatches to tasks but {refusal}: retries and scheduled "
-                "publications do not run there (a 429 or a 5xx is not sent again).",
-                hint="Use a backend that runs tasks later in a worker, such as django-tasks-db's "
-                "DatabaseBackend with manage.py db_worker.",
-                id="indexnow.W009",
-            )
-        )
-    return messages
-
-
 def register_checks() -> None:
     from .registry import (
         check_languages,  # indexnow.E030
@@ -332,10 +255,10 @@ def register_checks() -> None:
 
     checks.register(check_settings, "indexnow")
     checks.register(check_wiring, "indexnow")
+    checks.register(check_transport, "indexnow")
     checks.register(check_queue_wiring, "indexnow")
     checks.register(check_debounce_cache, "indexnow")
     checks.register(check_key_file_url, "indexnow", checks.Tags.urls)
-    checks.register(check_tasks_wiring, "indexnow")
     checks.register(check_scheduling, "indexnow")
     checks.register(check_languages, "indexnow")
     checks.register(check_registrations, "indexnow", checks.Tags.models)

@@ -428,7 +428,7 @@ def connect_tasks() -> None:
     """Make every ``django.tasks`` task a unit of work, flushed when it ends, whichever
     backend runs it (a worker, the ImmediateBackend in a script), through the
     framework's ``task_started`` and ``task_finished`` signals."""
-    from .compat import tasks_framework
+    from .compat.tasks import tasks_framework
 
     framework = tasks_framework()
     if framework is None:

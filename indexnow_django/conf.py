@@ -92,6 +92,14 @@ DEFAULTS: dict[str, Any] = {
 
 DISPATCH_MODES = ("auto", "queue", "sync", "tasks")
 
+#: The transport class of each resolved ``DISPATCH`` value, by dotted path (a site that
+#: never queues never imports rq's side).
+TRANSPORTS = {
+    "queue": "indexnow_django.transports.rq.RQTransport",
+    "tasks": "indexnow_django.transports.tasks.TasksTransport",
+    "sync": "indexnow_django.transports.sync.SyncTransport",
+}
+
 KEY_RE = re.compile(r"^[A-Za-z0-9-]{8,128}$")
 
 #: The keys printed in the documentation. A site that copied one instead of
@@ -332,6 +340,12 @@ class IndexNowSettings:
         if self.dispatch != "auto":
             return self.dispatch
         return "queue" if self.queue_name in getattr(django_settings, "RQ_QUEUES", {}) else "sync"
+
+    @property
+    def transport_path(self) -> str:
+        """The dotted path of the transport class ``DISPATCH`` selects (see
+        :func:`indexnow_django.transports.chosen`, which every consumer asks)."""
+        return TRANSPORTS[self.resolved_dispatch]
 
     def host_config(self, host: str) -> HostConfig | None:
         return self.hosts.get(host)
@@ -682,7 +696,7 @@ def _rule_tasks(conf: Mapping[str, Any]) -> Iterator[Problem]:
             )
     if conf["DISPATCH"] != "tasks" or not isinstance(tasks["BACKEND"], str):
         return
-    from .compat import tasks_framework
+    from .compat.tasks import tasks_framework
 
     framework = tasks_framework()
     if framework is None:

@@ -30,6 +30,7 @@ from .conf import KEY_RE, IndexNowSettings, get_settings, validate
 from .exceptions import IndexNowConfigError
 from .protocol.client import USER_AGENT, excerpt
 from .protocol.masking import mask_key, mask_url
+from .transports import chosen
 
 logger = logging.getLogger(__name__)
 
@@ -415,7 +416,7 @@ def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
 
 
 def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> str:
-    mode = conf.resolved_dispatch
+    mode = chosen(conf).name
     if conf.dispatch == "auto":
         reason = (
             f"QUEUE['NAME'] {conf.queue_name!r} is in RQ_QUEUES"
@@ -659,7 +660,7 @@ def _size(count: int) -> str:
 def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
     from rq.scheduler import RQScheduler
 
-    from .worker import SCHEDULER_TAKEOVER_AFTER, SWEEP_EVERY, WORKER_CLASS_LINE
+    from .transports.rq.wiring import SCHEDULER_TAKEOVER_AFTER, SWEEP_EVERY, WORKER_CLASS_LINE
 
     name = conf.queue_name
     if not state.is_async:
@@ -771,7 +772,7 @@ def _worker_settings(diag: Diagnosis, state: _QueueState) -> None:
     from redis.exceptions import RedisError
 
     from .conf import settings_fingerprint
-    from .worker import SETTINGS_FIELD
+    from .transports.rq.wiring import SETTINGS_FIELD
 
     here = settings_fingerprint()
     try:
@@ -841,14 +842,14 @@ def _scheduler_death(scheduler: Any) -> str | None:
 
     Its lock outlives it by up to a minute.
     """
-    from .worker import scheduler_death
+    from .transports.rq.wiring import scheduler_death
 
     return scheduler_death(scheduler, SCHEDULER_STALE_AFTER)
 
 
 def _worker_class(diag: Diagnosis) -> None:
     """The worker class ``manage.py rqworker`` uses, when the checks found nothing wrong."""
-    from .worker import configured_worker_class
+    from .transports.rq.wiring import configured_worker_class
 
     if any(f.data.get("id") == "indexnow.W001" for f in diag.findings):
         return
@@ -1031,8 +1032,8 @@ def _latency(engine_name: str) -> tuple[float, bool]:
 
 def _job_size_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """Warn when a flush touching every host takes a delivery job close to its timeout."""
+    from .delivery.run import hand_over_after
     from .delivery.send import POST_CONCURRENCY
-    from .jobs import hand_over_after
 
     hosts = len(conf.hosts)
     latencies = [_latency(engine.name) for engine in conf.engines]
@@ -1228,7 +1229,7 @@ def _contributed_sections(diag: Diagnosis) -> None:
 
 def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """The ``django.tasks`` backend: which, whether it defers, and (django-tasks-db) what waits."""
-    from .compat import tasks_framework
+    from .compat.tasks import is_database_backend, is_rq_backend, tasks_framework
     from .transports.tasks.enqueue import backend, runs_on_enqueue
 
     framework = tasks_framework()
@@ -1257,9 +1258,9 @@ def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
         queue=conf.tasks_queue,
         supports_defer=defers,
     )
-    if type(task_backend).__module__.split(".")[0] == "django_tasks_db":
+    if is_database_backend(task_backend):
         _database_tasks(diag, conf, framework)
-    elif type(task_backend).__module__.split(".")[0] == "django_tasks_rq":
+    elif is_rq_backend(task_backend):
         diag.add(
             "tasks",
             Status.OK,
@@ -1328,7 +1329,7 @@ def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     from django.db.models import Count, Min
     from django.utils import timezone
 
-    from .pending import PendingSubmission
+    from .delivery.pending import PendingSubmission
 
     table = PendingSubmission._meta.db_table
     try:

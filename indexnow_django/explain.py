@@ -28,6 +28,7 @@ from .conf import IndexNowSettings
 from .languages import in_language
 from .protocol.masking import mask_key, mask_url
 from .protocol.normalize import InvalidURL, foreign_host_reason, host_of, normalize_url
+from .transports import chosen
 
 __all__ = ["ExplainError", "explain"]
 
@@ -56,7 +57,7 @@ def explain(label: str, pk: str, conf: IndexNowSettings) -> dict[str, Any]:
         "object": {"model": model._meta.label, "pk": str(obj.pk), "str": str(obj)},
         "enabled": conf.enabled,
         "dry_run": conf.dry_run,
-        "dispatch": conf.resolved_dispatch,
+        "dispatch": chosen(conf).name,
     }
     coverage = _coverage(model, obj, now)
     languages = coverage.pop("_languages")
@@ -280,25 +281,7 @@ def _scheduled(
 
     publication = Publication(model._meta.label, obj.pk, whole_seconds(when))
     found: dict[str, Any] = {"at": publication.at.isoformat(), "job_id": publication.job_id}
-    if conf.resolved_dispatch != "queue":
-        found["state"] = "cannot be scheduled: DISPATCH is synchronous (check indexnow.W003)"
-        return found
-    try:
-        from rq.job import Job
-        from rq.registry import ScheduledJobRegistry
-
-        from .transports.rq.queue import get_queue
-
-        queue = get_queue(conf)
-        registry = ScheduledJobRegistry(queue=queue)  # type: ignore[no-untyped-call]
-        if publication.job_id in registry.get_job_ids():
-            found["state"] = "waits in rq's scheduled job registry"
-        elif Job.exists(publication.job_id, connection=queue.connection):
-            found["state"] = "exists in rq, not in the scheduled registry (it ran, or is queued)"
-        else:
-            found["state"] = "not found: save the object again to schedule it"
-    except Exception as exc:
-        found["state"] = f"unknown: Redis cannot be asked ({type(exc).__name__}: {exc})"
+    found["state"] = chosen(conf).publication_state(publication)
     return found
 
 

@@ -10,13 +10,13 @@ submitted. A registration's ``languages`` narrows the list (``["en", "fr"]``),
 asks for every language on a site without ``i18n_patterns`` (``"all"``), or
 keeps the active language only (``"current"``).
 
-This module is the one place where that happens: :func:`languages_for` says
-which languages a registration is worked out in (``None``: the active one, as
-on a site with one language, at the cost of one function call), and
-:func:`per_language` works an object out in each of them. Change tracking,
-scheduled publications, ``indexnow_submit --model`` and the admin all go
-through :meth:`~indexnow_django.registry.ModelIndexNow.urls_per_language`
-or :func:`per_language`.
+:func:`languages_for` says which languages a registration is worked out in
+(``None``: the active one, as on a site with one language, at the cost of one
+function call), and :func:`in_language` makes one of them current for an
+object; the registration works an object out in each of them
+(:meth:`~indexnow_django.registry.ModelIndexNow.states`), which change
+tracking, scheduled publications, ``indexnow_submit --model`` and the admin
+all go through.
 
 :func:`translated_attnames` finds the columns in which django-modeltranslation
 keeps a field's translations (``body`` → ``body_en``, ``body_fr``), so that a
@@ -31,12 +31,10 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
-from django.utils import timezone, translation
+from django.utils import translation
 
 if TYPE_CHECKING:
     from django.db import models
-
-    from .registry import ModelIndexNow
 
 __all__ = [
     "ALL",
@@ -46,7 +44,6 @@ __all__ = [
     "combined",
     "in_language",
     "languages_for",
-    "per_language",
     "site_languages",
     "translated_attnames",
 ]
@@ -97,9 +94,9 @@ def site_languages() -> tuple[str, ...] | None:
     return found  # type: ignore[no-any-return]
 
 
-def languages_for(options: ModelIndexNow) -> tuple[str, ...] | None:
-    """The languages ``options`` is worked out in; ``None``: the active language only."""
-    wanted = options.languages
+def languages_for(wanted: Sequence[str] | str | None) -> tuple[str, ...] | None:
+    """The languages a registration whose ``languages`` is ``wanted`` is worked out in;
+    ``None``: the active language only."""
     if wanted is None:
         found = _site
         return site_languages() if found is _UNKNOWN else found
@@ -132,26 +129,6 @@ def in_language(obj: Any, language: str) -> Iterator[None]:
             yield
         finally:
             switch(before)
-
-
-def per_language(
-    options: ModelIndexNow,
-    obj: Any,
-    languages: Sequence[str],
-    now: datetime.datetime | None = None,
-) -> list[LanguageState]:
-    """``obj`` in each of ``languages``: published, its publication time, public, its URLs."""
-    if now is None:
-        now = timezone.now()
-    states = []
-    for language in languages:
-        with in_language(obj, language):
-            published = bool(options.is_published(obj))
-            when = options.publish_time(obj) if published else None
-            public = published and (when is None or when <= now)
-            urls = tuple(dict.fromkeys(map(str, options.urls(obj)))) if public else ()
-        states.append(LanguageState(language, published, when, public, urls))
-    return states
 
 
 def combined(

@@ -1,6 +1,6 @@
 """The app's database models: :class:`Delivery`, the record of one POST to an engine,
 :class:`TaskHeartbeat`, a delivery task still running (see :mod:`indexnow_django.tasks`),
-(and :class:`~indexnow_django.pending.PendingSubmission`, kept with its own code).
+(and :class:`~indexnow_django.delivery.pending.PendingSubmission`, kept with its own code).
 
 Rows are written by :mod:`indexnow_django.delivery.history` (one INSERT per POST) and
 shown by the admin (``admin.py``). Nothing here reads settings or connects
@@ -83,4 +83,4 @@ class TaskHeartbeat(models.Model):
 
 # Kept beside the code that writes and reads it; imported here so that Django
 # (and its migrations) know the model.
-from .pending import PendingSubmission  # noqa: E402
+from .delivery.pending import PendingSubmission  # noqa: E402

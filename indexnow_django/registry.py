@@ -109,7 +109,7 @@ class ModelIndexNow:
         (see :attr:`languages`); ``None``: the active language only."""
         from .languages import languages_for
 
-        return languages_for(self)
+        return languages_for(self.languages)
 
     def urls_per_language(
         self, obj: Any, now: datetime.datetime | None = None
@@ -122,12 +122,29 @@ class ModelIndexNow:
         """
         from django.utils import translation
 
-        from .languages import per_language
-
         languages = self.url_languages()
         if languages is None:
             languages = (translation.get_language() or settings.LANGUAGE_CODE,)
-        return {state.language: state for state in per_language(self, obj, languages, now)}
+        return {state.language: state for state in self.states(obj, languages, now)}
+
+    def states(
+        self, obj: Any, languages: Sequence[str], now: datetime.datetime | None = None
+    ) -> list[LanguageState]:
+        """``obj`` in each of ``languages``: published, its publication time, public, its
+        URLs (see :mod:`indexnow_django.languages`)."""
+        from .languages import LanguageState, in_language
+
+        if now is None:
+            now = timezone.now()
+        states = []
+        for language in languages:
+            with in_language(obj, language):
+                published = bool(self.is_published(obj))
+                when = self.publish_time(obj) if published else None
+                public = published and (when is None or when <= now)
+                urls = tuple(dict.fromkeys(map(str, self.urls(obj)))) if public else ()
+            states.append(LanguageState(language, published, when, public, urls))
+        return states
 
     def public_urls(self, obj: Any, now: datetime.datetime | None = None) -> list[str]:
         """What is submitted for ``obj`` now: the URLs of every language it is public in."""
@@ -136,9 +153,7 @@ class ModelIndexNow:
             if not self.is_public(obj, now):
                 return []
             return list(dict.fromkeys(map(str, self.urls(obj))))
-        from .languages import per_language
-
-        states = per_language(self, obj, languages, now)
+        states = self.states(obj, languages, now)
         return list(dict.fromkeys(url for state in states for url in state.urls))
 
 

@@ -4,7 +4,7 @@
 :mod:`indexnow_django.entries` and :mod:`indexnow_django.sources`), checks
 each, drops duplicates, fills one buffer per host and, once a buffer holds
 ``BATCH["MAX_URLS"]`` URLs (and at the end), hands it on: listed for a dry
-run, queued as a job (:mod:`indexnow_django.transports.rq.queue`), or sent from this process
+run, queued on the chosen transport (:mod:`indexnow_django.transports`), or sent from this process
 with :func:`~indexnow_django.delivery.send.deliver_now`, retried after the delays
 :meth:`~indexnow_django.protocol.client.RetryPolicy.plan` gives (``--sync``, or when the
 queue cannot take a job). Its :class:`Counts` tell the truth about every URL.
@@ -219,52 +219,44 @@ class SubmissionRun:
         self.reporter.would_send(host, fresh, len(urls) - len(fresh))
 
     def _enqueue(self, host: str, urls: list[str]) -> None:
-        from .transports.rq.queue import enqueue_delivery, get_queue, new_batch_id
+        from .delivery.parcel import Parcel
+        from .transports import chosen
 
         fresh = self._not_debounced(urls)
         self.counts.debounced += len(urls) - len(fresh)
         if not fresh:
             return
-        batch_id = new_batch_id()
+        parcel = Parcel.of(fresh, force=self.force, flushed_at=time.time())
         if self.queue_down:
-            self._send_now(fresh, batch_id=batch_id, fallback=True)
+            self._send_now(fresh, batch_id=parcel.batch_id, fallback=True)
             return
+        transport = chosen(self.conf)
         try:
-            queue = get_queue(self.conf)
-            job = enqueue_delivery(
-                queue,
-                fresh,
-                batch_id=batch_id,
-                force=self.force,
-                delay=self.conf.queue_delay,
-                conf=self.conf,
-            )
+            enqueued = transport.enqueue(parcel, self.conf.queue_delay)
         except Exception as exc:  # Redis down, full, read-only: the URLs go out from here
             self.queue_down = True
             self.reporter.warning(
-                f"The queue {self.conf.queue_name!r} cannot take jobs ({type(exc).__name__}: "
+                f"The {transport.describe} cannot take jobs ({type(exc).__name__}: "
                 f"{excerpt(str(exc), 200)}): sending from this process instead."
             )
-            self._send_now(fresh, batch_id=batch_id, fallback=True)
+            self._send_now(fresh, batch_id=parcel.batch_id, fallback=True)
             return
         self.counts.jobs += 1
         self.counts.queued += len(fresh)
-        if not queue.is_async and job.is_failed:
+        if enqueued.failed is not None:
             # A synchronous queue (ASYNC: False) ran the job here and then: its failure
             # is this run's to tell.
             self.counts.failed += len(fresh)
-            result = job.latest_result()
-            lines = str(result.exc_string if result is not None else "").strip().splitlines()
-            self.failures.append(f"job {job.id} failed: {excerpt(lines[-1] if lines else '-')}")
-        self.reporter.queued(host, len(fresh), job.id, batch_id)
+            self.failures.append(f"job {enqueued.id} failed: {excerpt(enqueued.failed)}")
+        self.reporter.queued(host, len(fresh), enqueued.id, parcel.batch_id)
 
     # ------------------------------------------------------------------ sending from here
 
     def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
         """Send ``urls`` from this process, retrying what the engines ask to be retried."""
+        from .delivery.parcel import new_batch_id
+        from .delivery.run import rejection_hint
         from .delivery.send import deliver_now, make_client
-        from .jobs import rejection_hint
-        from .transports.rq.queue import new_batch_id
 
         conf = self.conf
         if self._client is None:

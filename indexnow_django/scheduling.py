@@ -31,12 +31,8 @@ is scheduled, a warning is logged, and system check ``indexnow.W003`` says so.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import logging
-import math
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
@@ -45,57 +41,24 @@ from django.db import transaction
 from django.utils import timezone
 
 from .conf import get_settings, validate
-from .transports.rq.queue import get_queue, schedule_once
+from .transports import chosen
+from .transports.base import Publication, whole_seconds
 
 if TYPE_CHECKING:
     from django.db import models
-    from rq.job import Job
 
     from .registry import ModelIndexNow
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Publication", "check_scheduling", "publish", "schedule", "schedule_now"]
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def whole_seconds(when: datetime.datetime) -> int:
-    """``when`` as a POSIX timestamp, rounded *up* to a whole second.
-
-    rq schedules to the second; rounding up means a job never fires before
-    the object is public.
-    """
-    return math.ceil(when.timestamp())
-
-
-@dataclass(frozen=True)
-class Publication:
-    """One object due to become public at one moment: all a scheduled job carries."""
-
-    label: str
-    pk: Any
-    timestamp: int
-
-    @property
-    def at(self) -> datetime.datetime:
-        """The moment, as an aware UTC datetime."""
-        return datetime.datetime.fromtimestamp(self.timestamp, tz=datetime.timezone.utc)
-
-    @property
-    def job_id(self) -> str:
-        """``indexnow-publish-<model>-<pk>-<timestamp>-<digest>``, only ``[A-Za-z0-9_-]``.
-
-        The readable part may be shortened or lose characters rq does not
-        allow; the digest of the exact three values keeps ids distinct.
-        """
-        digest = hashlib.sha256(f"{self.label}\n{self.pk!r}\n{self.timestamp}".encode()).hexdigest()
-        model = _UNSAFE.sub("_", self.label.lower())
-        pk = _UNSAFE.sub("_", str(self.pk))[:40]
-        return f"indexnow-publish-{model}-{pk}-{self.timestamp}-{digest[:12]}"
-
-    def __str__(self) -> str:
-        return f"model={self.label} pk={self.pk} at={self.at.isoformat()}"
+__all__ = [
+    "Publication",
+    "check_scheduling",
+    "publish",
+    "schedule",
+    "schedule_now",
+    "whole_seconds",
+]
 
 
 def schedule(
@@ -114,53 +77,28 @@ def schedule(
     transaction.on_commit(indexnow_schedule_on_commit, using=using, robust=True)
 
 
-def schedule_now(publication: Publication) -> Job | str | None:
-    """Put ``publication``'s job in rq's scheduled registry (once), or enqueue its task.
-    Never raises.
+def schedule_now(publication: Publication) -> str | None:
+    """Schedule ``publication`` on the chosen transport, once. Never raises.
 
-    Returns the new job (the new task's id with ``DISPATCH: "tasks"``), or
-    ``None`` when nothing was scheduled (already scheduled, disabled,
-    synchronous dispatch, Redis or the task backend unavailable).
+    Returns the new job's or task's id, or ``None`` when nothing was scheduled
+    (already scheduled, disabled, synchronous dispatch, Redis or the task backend
+    unavailable).
     """
     try:
         conf = get_settings()
         if not conf.enabled:
             return None
-        if conf.resolved_dispatch == "tasks":
-            from .transports.tasks.enqueue import schedule_publication
-
-            task_id = schedule_publication(publication, conf)
-            if task_id is not None:
-                logger.info(
-                    "IndexNow scheduled publication %s backend=%s task=%s",
-                    publication,
-                    conf.tasks_backend,
-                    task_id,
-                )
-            return task_id
-        if conf.resolved_dispatch != "queue":
+        transport = chosen(conf)
+        refusal = transport.cannot_schedule()
+        if refusal is not None:
             logger.warning(
-                "IndexNow cannot schedule the publication %s: DISPATCH is synchronous, so its "
-                "URLs will not be submitted at that time (see check indexnow.W003)",
+                "IndexNow cannot schedule the publication %s: %s, so its URLs will not be "
+                "submitted at that time (see check indexnow.W003)",
                 publication,
+                refusal[0],
             )
             return None
-        queue = get_queue(conf)
-        job_id = publication.job_id
-        job = schedule_once(
-            queue,
-            publish,
-            args=(publication.label, publication.pk, publication.timestamp),
-            job_id=job_id,
-            at=publication.at,
-            description=f"IndexNow: publish {publication.label} pk={publication.pk} "
-            f"at {publication.at.isoformat()}",
-            conf=conf,
-        )
-        if job is None:
-            # Scheduled before, by this process or another one, or it already ran.
-            logger.info("IndexNow publication already scheduled %s job=%s", publication, job_id)
-            return None
+        scheduled = transport.schedule_publication(publication)
     except Exception:
         logger.exception(
             "IndexNow could not schedule the publication %s; its URLs will not be submitted "
@@ -168,10 +106,14 @@ def schedule_now(publication: Publication) -> Job | str | None:
             publication,
         )
         return None
-    logger.info(
-        "IndexNow scheduled publication %s queue=%s job=%s", publication, queue.name, job_id
-    )
-    return job
+    if scheduled is None:
+        # Scheduled before, by this process or another one, or it already ran.
+        logger.info(
+            "IndexNow publication already scheduled %s job=%s", publication, publication.job_id
+        )
+        return None
+    logger.info("IndexNow scheduled publication %s job=%s", publication, scheduled)
+    return scheduled
 
 
 def publish(label: str, pk: Any, timestamp: int) -> str:
@@ -227,41 +169,23 @@ def check_scheduling(
     if validate():
         return []  # the settings checks report it
     conf = get_settings(resolve_hosts=False)
-    if not conf.enabled or conf.resolved_dispatch == "queue":
+    if not conf.enabled:
         return []
     from .registry import registry
 
     labels = sorted(model._meta.label for model, options in registry.items() if options.publish_at)
     if not labels:
         return []
-    if conf.resolved_dispatch == "tasks":
-        from .transports.tasks.enqueue import cannot_defer
-
-        refusal = cannot_defer(conf)
-        if refusal is None:
-            return []
-        return [
-            checks.Warning(
-                f"{', '.join(labels)} set{'s' if len(labels) == 1 else ''} publish_at, but "
-                f"{refusal}: publications cannot be scheduled, so objects saved before their "
-                "publish_at are not submitted when it comes.",
-                hint="Use a task backend that defers tasks (django-tasks-db's DatabaseBackend, "
-                "django-tasks-rq's RQBackend) for INDEXNOW['TASKS']['BACKEND'].",
-                id="indexnow.W003",
-            )
-        ]
-    why = (
-        "DISPATCH is 'sync'"
-        if conf.dispatch == "sync"
-        else (f"DISPATCH is 'auto' and QUEUE['NAME'] {conf.queue_name!r} is not in RQ_QUEUES")
-    )
+    refusal = chosen(conf).cannot_schedule()
+    if refusal is None:
+        return []
+    why, hint = refusal
     return [
         checks.Warning(
             f"{', '.join(labels)} set{'s' if len(labels) == 1 else ''} publish_at, but {why}: "
             "publications cannot be scheduled, so objects saved before their publish_at are "
             "not submitted when it comes.",
-            hint=f"Add {conf.queue_name!r} to RQ_QUEUES (and set DISPATCH to 'auto' or 'queue'), "
-            "and run manage.py rqworker --with-scheduler.",
+            hint=hint,
             id="indexnow.W003",
         )
     ]

@@ -534,11 +534,11 @@ def test_the_app_without_its_middleware(settings):
 
 
 def test_queue_dispatch_without_django_rq_installed(settings):
-    from indexnow_django.checks import StopsDelivery, check_wiring
+    from indexnow_django.checks import StopsDelivery, check_transport
 
     settings.INSTALLED_APPS = [app for app in settings.INSTALLED_APPS if app != "django_rq"]
     settings.INDEXNOW = {**VALID, "DISPATCH": "queue"}
-    [message] = check_wiring()
+    [message] = check_transport()
     assert isinstance(message, StopsDelivery) and message.level == checks.WARNING
     assert (message.id, message.msg, message.hint) == (
         "indexnow.W005",
@@ -547,7 +547,7 @@ def test_queue_dispatch_without_django_rq_installed(settings):
         "Add 'django_rq' to INSTALLED_APPS.",
     )
     settings.INDEXNOW = {**VALID, "DISPATCH": "sync"}
-    assert check_wiring() == []
+    assert check_transport() == []
 
 
 def test_a_dummy_debounce_cache_with_sync_dispatch(settings):

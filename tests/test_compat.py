@@ -1,7 +1,7 @@
 """The private internals of Django and redis-py the package relies on (``compat.py``).
 
 Each test fails with a message naming the internal when a new release changes it:
-the fix then belongs in ``indexnow_django/compat.py`` alone.
+the fix then belongs in ``indexnow_django/compat/`` alone.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.test import override_settings
 
 from indexnow_django import compat
+from indexnow_django.compat import rq as compat_rq
 
 
 def changed(what: str) -> str:
     return (
         f"{what} changed (Django {django.get_version()}, redis-py {redis.__version__}): "
-        "adapt indexnow_django/compat.py"
+        "adapt indexnow_django/compat/"
     )
 
 
@@ -178,7 +179,55 @@ def test_a_scheduler_that_never_started_has_not_died(redis_conn):
 
     scheduler = RQScheduler(["default"], connection=redis_conn)
     assert hasattr(scheduler, "_process"), changed("RQScheduler._process (rq)")
-    assert compat.scheduler_died(scheduler) is False
+    assert compat_rq.scheduler_died(scheduler) is False
+
+
+def test_a_job_marked_scheduled_is_saved_as_scheduled(redis_conn):
+    from rq.job import Job, JobStatus
+
+    job = Job.create("indexnow_django.jobs.deliver", args=[["/x/"]], connection=redis_conn)
+    compat_rq.mark_scheduled(job)
+    job.save()
+    assert Job.fetch(job.id, connection=redis_conn).get_status() == JobStatus.SCHEDULED, changed(
+        "Job._status (rq): the status a job is saved with"
+    )
+    job.delete()
+
+
+def test_a_work_horse_left_behind_is_waited_for():
+    import subprocess
+    import sys
+
+    from rq.worker import Worker
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    worker = Worker.__new__(Worker)
+    worker._horse_pid = child.pid
+    assert worker.horse_pid == child.pid, changed("Worker._horse_pid (rq): the work horse")
+    compat_rq.reap_work_horse(worker)
+    assert worker.horse_pid == 0
+    assert child.poll() is not None  # waited for: no zombie is left
+    compat_rq.reap_work_horse(worker)  # nothing to wait for: no error
+
+
+# Task backends, told by their class -----------------------------------------------------
+
+
+def test_task_backends_are_told_by_their_class(settings):
+    from indexnow_django.compat import tasks as compat_tasks
+
+    framework = compat_tasks.tasks_framework()
+    assert framework is not None
+    settings.TASKS = {
+        "immediate": {"BACKEND": f"{framework.name}.backends.immediate.ImmediateBackend"},
+        "database": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+    }
+    immediate, database = framework.backends["immediate"], framework.backends["database"]
+    assert compat_tasks.is_immediate_backend(immediate)
+    assert not compat_tasks.is_immediate_backend(database)
+    assert compat_tasks.is_database_backend(database)
+    assert not compat_tasks.is_database_backend(immediate)
+    assert not compat_tasks.is_rq_backend(database)
 
 
 # A thread's database connection ------------------------------------------------

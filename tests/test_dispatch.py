@@ -58,6 +58,7 @@ def closed_queue(**options: Any) -> dict[str, Any]:
 
 def test_one_flush_is_one_job_of_plain_strings(indexnow_settings, redis_conn, caplog, engine):
     indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 42})
+    before = time.time()
     with caplog.at_level(logging.INFO, logger="indexnow_django"):
         dispatch(["/a/", "https://WWW.example.com/b/#top", "/a/"])
 
@@ -65,7 +66,14 @@ def test_one_flush_is_one_job_of_plain_strings(indexnow_settings, redis_conn, ca
     assert job.func is deliver
     assert job.args == ([A, B],)
     assert all(type(url) is str for url in job.args[0])
-    assert job.kwargs == {"batch_id": job.meta[META_BATCH_ID], "attempt": 1, "force": False}
+    flushed_at = job.kwargs["flushed_at"]
+    assert before <= flushed_at <= time.time()  # the flush's time travels with it
+    assert job.kwargs == {
+        "batch_id": job.meta[META_BATCH_ID],
+        "attempt": 1,
+        "force": False,
+        "flushed_at": flushed_at,
+    }
     assert job.meta == {META_BATCH_ID: job.kwargs["batch_id"], META_ATTEMPT: 1}
     assert job.timeout == 42
     assert job.description == f"IndexNow: 2 URLs, batch {job.kwargs['batch_id']}, attempt 1"
@@ -357,7 +365,7 @@ def test_a_redis_that_never_answers_costs_one_flush_its_timeout(
     Redis): the flush gives up after the Redis timeout and keeps its URLs for a worker
     (Redis may still take the job); the next flushes skip the enqueue and send at once."""
     from indexnow_django.delivery import breaker
-    from indexnow_django.pending import ENQUEUE_TIMED_OUT, PendingSubmission
+    from indexnow_django.delivery.pending import ENQUEUE_TIMED_OUT, PendingSubmission
     from indexnow_django.transports.rq import queue as queue_module
 
     indexnow_settings(DISPATCH="queue")
@@ -430,7 +438,7 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
     calls (the breaker), and is sent at once."""
     import requests
 
-    from indexnow_django.pending import PendingSubmission
+    from indexnow_django.delivery.pending import PendingSubmission
     from indexnow_django.transports.rq.queue import REDIS_TIMEOUT
     from tests.testapp.models import Post
 
@@ -571,7 +579,7 @@ def test_a_frozen_redis_under_concurrent_saves_answers_in_normal_time_and_sends_
     import redis
     import requests
 
-    from indexnow_django.pending import PendingSubmission
+    from indexnow_django.delivery.pending import PendingSubmission
     from tests.testapp.models import Post
 
     queues = {"default": {"URL": f"{private_redis.url}/0"}}

@@ -4,6 +4,7 @@ the test settings import without starting anything."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "indexnow_django"
 ROOT = PACKAGE.parent
 
 
+@functools.cache
 def module_names() -> dict[str, Path]:
     names = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -23,24 +25,16 @@ def module_names() -> dict[str, Path]:
     return names
 
 
-def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package's modules that ``name`` imports, lazily (in a function) or not.
-
-    Imports under ``if TYPE_CHECKING:`` do not run and do not count.
-    """
+def imports_of(name: str, path: Path) -> set[str]:
+    """Every module ``name`` imports, lazily (in a function), under ``TYPE_CHECKING`` or at
+    the top: dotted names, the package's and others' alike. ``from pkg import module``
+    imports ``pkg.module`` (the package itself is imported before any of its modules, so
+    it is no edge of the code's)."""
+    known = set(module_names())
     tree = ast.parse(path.read_text(), filename=str(path))
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for statement in node.body
-        for inner in ast.walk(statement)
-    }
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -49,10 +43,42 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
                 module = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 module = node.module or ""
-            found.add(module)
-            # ``from . import x`` and ``from .pkg import module`` import modules too.
-            found.update(f"{module}.{alias.name}" for alias in node.names)
-    return {module for module in found if module in known and module != name}
+            names = {f"{module}.{alias.name}" for alias in node.names}
+            found.update(names)
+            if not names <= known:
+                found.add(module)
+    return found
+
+
+def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``name`` imports (see :func:`imports_of`)."""
+    return {module for module in imports_of(name, path) if module in known and module != name}
+
+
+def graph() -> dict[str, set[str]]:
+    modules = module_names()
+    return {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
+
+
+def reached_from(prefixes: tuple[str, ...]) -> dict[str, set[str]]:
+    """For each module under ``prefixes``: every module it imports, directly or through
+    the package's modules it imports (the package's and others')."""
+    modules = module_names()
+    edges = graph()
+    reached: dict[str, set[str]] = {}
+    for start in modules:
+        if not start.startswith(prefixes):
+            continue
+        seen, todo = {start}, [start]
+        while todo:
+            for imported in edges[todo.pop()]:
+                if imported not in seen:
+                    seen.add(imported)
+                    todo.append(imported)
+        reached[start] = {
+            module for name in seen for module in imports_of(name, modules[name])
+        } | seen
+    return reached
 
 
 def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -79,12 +105,59 @@ def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_no_module_of_the_package_imports_itself_back():
-    modules = module_names()
-    graph = {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
+    """Counting lazy imports and those under ``TYPE_CHECKING``: a circle hidden by either is
+    still two modules that cannot be read one without the other."""
+    edges = graph()
     # A parent package is imported before its modules: only the edges the code writes count.
-    assert graph["indexnow_django.jobs"], "the graph is empty: the parsing is broken"
-    circle = find_circle(graph)
+    assert edges["indexnow_django.dispatch"], "the graph is empty: the parsing is broken"
+    circle = find_circle(edges)
     assert circle is None, "import circle: " + " -> ".join(circle or [])
+
+
+CORE = ("indexnow_django.delivery", "indexnow_django.protocol")
+TRANSPORTS = ("rq", "django_rq", "django_tasks", "django.tasks", "indexnow_django.transports")
+
+
+def test_the_delivery_core_and_the_protocol_know_no_transport():
+    """The delivery core and the engine protocol import no queue, no task framework and no
+    transport, not even through another module of the package."""
+    for module, imports in reached_from(CORE).items():
+        wrong = sorted(
+            name for name in imports if name.startswith(TRANSPORTS) or name.split(".")[0] == "rq"
+        )
+        assert not wrong, f"{module} imports {', '.join(wrong)}"
+    assert reached_from(CORE), "no module of the core was found"
+
+
+def test_the_engine_protocol_imports_no_django():
+    for module, imports in reached_from(("indexnow_django.protocol",)).items():
+        wrong = sorted(name for name in imports if name.split(".")[0] == "django")
+        assert not wrong, f"{module} imports {', '.join(wrong)}"
+    script = (
+        "import sys\n"
+        "import indexnow_django.protocol.client, indexnow_django.protocol.normalize\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rq')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "[]"
+
+
+def test_only_the_settings_read_the_dispatch_setting():
+    """Every consumer asks the chosen transport (``indexnow_django.transports.chosen``)."""
+    readers = sorted(
+        name
+        for name, path in module_names().items()
+        if "resolved_dispatch" in path.read_text() and not name.startswith("indexnow_django.conf")
+    )
+    assert readers == []
 
 
 def test_the_circle_finder_finds_one():

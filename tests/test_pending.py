@@ -9,8 +9,8 @@ import time
 import pytest
 from django.test import override_settings
 
+from indexnow_django.delivery.pending import PendingSubmission
 from indexnow_django.dispatch import dispatch
-from indexnow_django.pending import PendingSubmission
 from indexnow_django.testing import LoopbackEngine, Reply, capture_submissions
 from tests import services
 from tests.testapp.models import Post
@@ -49,12 +49,12 @@ def test_what_may_pass_is_kept_per_engine_and_final_rejections_are_not(
 def test_a_send_that_fails_altogether_is_kept_for_every_engine(
     engine, indexnow_settings, monkeypatch
 ):
-    from indexnow_django import dispatch as dispatch_module
+    from indexnow_django.delivery import inprocess
 
     def broken(*args, **kwargs):
         raise RuntimeError("no network")
 
-    monkeypatch.setattr(dispatch_module, "deliver_now", broken)
+    monkeypatch.setattr(inprocess, "deliver_now", broken)
     indexnow_settings(DISPATCH="queue")
     with override_settings(RQ_QUEUES=closed_queue()):
         dispatch(["/a/"], force=True, gone=["/a/"])

@@ -53,7 +53,7 @@ def test_every_job_gets_the_timeout_rounded_up_and_the_failure_ttl(indexnow_sett
     delivery = only_queued_job(redis_conn)
     publication = schedule_now(Publication("testapp.post", 1, int(time.time()) + 3600))
     assert publication is not None
-    publication = fetch(redis_conn, publication.id)
+    publication = fetch(redis_conn, publication)
     assert delivery.timeout == publication.timeout == 2
     assert delivery.failure_ttl == publication.failure_ttl == 3600
 

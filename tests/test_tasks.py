@@ -23,8 +23,8 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from indexnow_django import batch
-from indexnow_django.checks import check_tasks_wiring
-from indexnow_django.compat import tasks_framework
+from indexnow_django.checks import check_transport as check_tasks_wiring
+from indexnow_django.compat.tasks import tasks_framework
 from indexnow_django.conf import get_settings
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import TaskHeartbeat
@@ -84,9 +84,11 @@ def test_a_flush_is_one_task_carrying_plain_strings(indexnow_settings, engine):
     assert row.backend_name == "database"
     assert row.queue_name == "default"
     batch_id = row.args_kwargs["kwargs"]["batch_id"]
+    flushed_at = row.args_kwargs["kwargs"]["flushed_at"]
+    assert time.time() - 60 < flushed_at <= time.time()
     assert row.args_kwargs == {
         "args": [[A, B]],
-        "kwargs": {"batch_id": batch_id, "attempt": 1, "force": False},
+        "kwargs": {"batch_id": batch_id, "attempt": 1, "force": False, "flushed_at": flushed_at},
     }
     assert engine.posts == []
 
@@ -121,9 +123,10 @@ def test_immediate_backend_a_final_rejection_fails_the_task_with_the_hint(
 ):
     tasks_settings(indexnow_settings, backend="default")
     engine.queue_replies(Reply(403, body="key not valid"))
-    from indexnow_django import tasks
 
-    result = tasks.deliver.enqueue([A], batch_id="b403")
+    from indexnow_django import tasks as stable
+
+    result = stable.deliver.enqueue([A], batch_id="b403")
 
     assert result.status == STATUS.FAILED
     [error] = result.errors
@@ -137,9 +140,10 @@ def test_immediate_backend_a_final_rejection_fails_the_task_with_the_hint(
 def test_immediate_backend_a_429_is_not_retried_and_says_why(indexnow_settings, engine):
     tasks_settings(indexnow_settings, backend="default")
     engine.queue_replies(Reply(429))
-    from indexnow_django import tasks
 
-    result = tasks.deliver.enqueue([A], batch_id="b429")
+    from indexnow_django import tasks as stable
+
+    result = stable.deliver.enqueue([A], batch_id="b429")
 
     assert len(engine.posts) == 1
     assert result.status == STATUS.FAILED
@@ -378,9 +382,10 @@ def test_db_worker_killed_mid_post_is_sent_again_by_another_worker(
 
 def running_delivery(started_ago: float, **kwargs: Any) -> DBTaskResult:
     """A delivery task that a worker claimed ``started_ago`` seconds ago."""
+    from indexnow_django.delivery.parcel import Parcel
     from indexnow_django.transports.tasks.enqueue import enqueue_delivery
 
-    task_id = enqueue_delivery([A], batch_id="b-orphan", conf=get_settings())
+    task_id = enqueue_delivery(Parcel.of([A], batch_id="b-orphan"), conf=get_settings())
     row = DBTaskResult.objects.get(pk=task_id)
     row.claim("worker-elsewhere")
     DBTaskResult.objects.filter(pk=row.pk).update(
@@ -408,7 +413,7 @@ def dead_pid() -> int:
 def test_a_running_delivery_is_sent_again_only_when_its_worker_is_gone(
     host, pid, beat_age, resent, indexnow_settings, engine
 ):
-    from indexnow_django import tasks
+    from indexnow_django.transports.tasks import worker as tasks
 
     tasks_settings(indexnow_settings)
     row = running_delivery(started_ago=60)
@@ -438,7 +443,7 @@ def test_a_running_delivery_is_sent_again_only_when_its_worker_is_gone(
 
 
 def test_a_delivery_that_started_moments_ago_is_left_alone(indexnow_settings):
-    from indexnow_django import tasks
+    from indexnow_django.transports.tasks import worker as tasks
 
     tasks_settings(indexnow_settings)
     running_delivery(started_ago=2)
@@ -446,7 +451,7 @@ def test_a_delivery_that_started_moments_ago_is_left_alone(indexnow_settings):
 
 
 def test_an_orphan_at_the_last_attempt_fails_naming_the_count(indexnow_settings):
-    from indexnow_django import tasks
+    from indexnow_django.transports.tasks import worker as tasks
 
     tasks_settings(indexnow_settings, RETRY={**FAST_RETRY, "MAX_ATTEMPTS": 1})
     row = running_delivery(started_ago=60)

@@ -81,13 +81,16 @@ def test_slots_are_shared_by_every_throttle_on_one_redis(
     engine = Engine("e", "http://127.0.0.1:9/indexnow")
     first, second = Throttle("shared", 6), Throttle("shared", 6)  # one every 10 s
 
-    waits = [first.take(engine), second.take(engine), first.take(engine), second.take(engine)]
+    host = "www.example.com"
+    waits = [first.take(engine, host), second.take(engine, host)]
+    waits += [first.take(engine, host), second.take(engine, host)]
 
     assert waits[0] == 0
     for n, wait in enumerate(waits[1:], 1):
         assert 10 * n - 0.5 <= wait <= 10 * n
-    # Another engine has slots of its own.
-    assert first.take(Engine("f", "http://127.0.0.1:9/other")) == 0
+    # Another engine has slots of its own, and so has another host (site) of the engine.
+    assert first.take(Engine("f", "http://127.0.0.1:9/other"), host) == 0
+    assert first.take(engine, "tenant.example.com") == 0
 
 
 def test_a_dry_run_is_not_throttled(
@@ -152,8 +155,10 @@ def test_no_minute_holds_more_than_the_budget_even_for_a_late_sender() -> None:
     engine = Engine("e", "http://127.0.0.1:9/late")
     throttle = Throttle("shared", 2)
 
-    assert throttle.admit(engine) == 0
-    assert throttle.admit(engine) == 0
-    assert 59 <= throttle.admit(engine) <= 60.01
+    host = "www.example.com"
+    assert throttle.admit(engine, host) == 0
+    assert throttle.admit(engine, host) == 0
+    assert 59 <= throttle.admit(engine, host) <= 60.01
+    assert throttle.admit(engine, "tenant.example.com") == 0  # a budget of its own
     # The cache API has no count: its slots alone decide.
-    assert Throttle("default", 2).admit(engine) == 0
+    assert Throttle("default", 2).admit(engine, host) == 0

@@ -13,7 +13,7 @@ from rq.worker import SimpleWorker as RQSimpleWorker
 from rq.worker import Worker as RQWorker
 
 from indexnow_django import worker as worker_module
-from indexnow_django.checks import check_queue_wiring
+from indexnow_django.checks import check_queue_wiring, check_transport
 from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
 from indexnow_django.transports.rq.queue import META_BATCH_ID
@@ -142,7 +142,7 @@ def test_not_wired_is_a_warning_with_the_one_line(settings, indexnow_settings, r
     indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "shared"})
     assert not worker_module.is_wired()
     assert worker_module.configured_worker_class()[0] == path
-    assert check_queue_wiring() == [
+    assert check_transport() == [
         checks.Warning(
             f"INDEXNOW dispatches to a queue but the rq worker class {path!r} does not run each "
             "job in a unit of work: URLs that your jobs' saves produce are not submitted.",
@@ -156,7 +156,7 @@ def test_not_wired_is_a_warning_with_the_one_line(settings, indexnow_settings, r
 def test_unimportable_worker_class_is_a_warning(settings, indexnow_settings):
     settings.RQ = {"WORKER_CLASS": "myproject.nowhere.Worker"}
     indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "shared"})
-    [warning] = check_queue_wiring()
+    [warning] = check_transport()
     assert warning.id == "indexnow.W001"
     assert "'myproject.nowhere.Worker' cannot be imported" in warning.msg
 
@@ -164,7 +164,7 @@ def test_unimportable_worker_class_is_a_warning(settings, indexnow_settings):
 def test_no_worker_warning_with_sync_dispatch(settings, indexnow_settings):
     settings.RQ = {}
     indexnow_settings(DISPATCH="sync")
-    assert check_queue_wiring() == []
+    assert check_transport() == []
 
 
 def test_the_line_users_add():

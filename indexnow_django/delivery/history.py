@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from ..conf import IndexNowSettings
 from ..protocol.client import Outcome, PostResult
+from .parcel import current_runner
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -98,9 +99,9 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
 
     dry_run = Delivery.Outcome.DRY_RUN
     outcome = dry_run if conf.dry_run else Delivery.Outcome(result.outcome.value)
-    job_id, queue, job_attempt = _current_job()
+    runner = current_runner()
     if attempt is None:
-        attempt = job_attempt if job_id else _attempt_in_process(batch_id, result)
+        attempt = _attempt_in_process(batch_id, result)
     using = router.db_for_write(Delivery)
     with transaction.atomic(using=using):  # a savepoint inside a caller's transaction
         Delivery.objects.using(using).create(
@@ -114,31 +115,17 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
             status=result.status,
             answer=result.message[:ANSWER_CHARS],
             duration=round(result.elapsed, 4),
-            job_id=job_id,
-            queue=queue,
+            job_id=runner.id if runner is not None else "",
+            queue=runner.queue if runner is not None else "",
             urls=Delivery.URL_SEPARATOR.join(result.urls),
         )
 
 
 def attempt_of(batch_id: str, result: PostResult) -> int:
-    """The number of the attempt ``result`` answered: the running delivery job's, or in a
-    process that retries by itself, one more than its last retryable answer for the
-    same batch, engine and host. Ask once per POST: the count moves on."""
-    job_id, _, attempt = _current_job()
-    return attempt if job_id else _attempt_in_process(batch_id, result)
-
-
-def _current_job() -> tuple[str, str, int]:
-    """``(job id, queue name, attempt)`` of the delivery job running in this process, if any."""
-    from rq import get_current_job
-
-    from ..transports.rq.queue import is_delivery
-
-    job = get_current_job()
-    if job is None or not is_delivery(job):
-        return "", "", 1
-    attempt = job.kwargs.get("attempt", 1) if isinstance(job.kwargs, dict) else 1
-    return str(job.id), str(job.origin or ""), attempt if isinstance(attempt, int) else 1
+    """The number of the attempt ``result`` answered, in a process that retries by itself:
+    one more than its last retryable answer for the same batch, engine and host. Ask once
+    per POST: the count moves on. (A job or task knows its attempt from its parcel.)"""
+    return _attempt_in_process(batch_id, result)
 
 
 #: Retryable answers seen by this process, per ``(batch id, engine, host)``: a

@@ -73,10 +73,11 @@ def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 @dataclass
 class Deferred:
-    """URLs for one engine that the throttle holds back: the first POST of them is due
-    in ``delay`` seconds, in the slot taken for it (``slot``, a Unix time)."""
+    """URLs of one host for one engine that the throttle holds back: the first POST of them
+    is due in ``delay`` seconds, in the slot taken for it (``slot``, a Unix time)."""
 
     engine: Engine
+    host: str
     urls: list[str]
     delay: float
     slot: float
@@ -157,7 +158,6 @@ def make_debounce(conf: IndexNowSettings) -> DebounceStore:
         conf.debounce_cache,
         conf.debounce_ttl,
         claim_ttl=int(conf.http_timeout * 2) + 30,
-        queue_name=conf.queue_name,
     )
 
 
@@ -267,8 +267,8 @@ class _Sender:
     wait: bool
     slot: float | None
     on_wait: Callable[[Engine, float], None] | None
-    #: Per engine endpoint, what the throttle holds back.
-    held: dict[str, Deferred] = field(default_factory=dict)
+    #: Per engine endpoint and host, what the throttle holds back.
+    held: dict[tuple[str, str], Deferred] = field(default_factory=dict)
 
     def prepare(self, post: _Post, deadline: float | None) -> Claim | None:
         """The claim to send for ``post`` now, or ``None`` (left, debounced, held back)."""
@@ -282,18 +282,25 @@ class _Sender:
             debounced[engine.name] = debounced.get(engine.name, 0) + claim.debounced
         if not claim.urls:
             return None
-        if engine.endpoint in self.held:  # an earlier POST of this delivery waits already
+        budget = (engine.endpoint, post.host.host)
+        if budget in self.held:  # an earlier POST of this delivery waits already
             store.release(claim)
-            self.held[engine.endpoint].urls.extend(claim.urls)
+            self.held[budget].urls.extend(claim.urls)
             return None
         if self.throttle.enabled:
             later = _throttle(
-                self.throttle, engine, self.slot, self.wait, self.on_wait, self.batch_id
+                self.throttle,
+                engine,
+                post.host.host,
+                self.slot,
+                self.wait,
+                self.on_wait,
+                self.batch_id,
             )
             self.slot = None  # a slot carried over is for the first POST only
             if later is not None:
                 store.release(claim)
-                self.held[engine.endpoint] = Deferred(engine, list(claim.urls), *later)
+                self.held[budget] = Deferred(engine, post.host.host, list(claim.urls), *later)
                 return None
         return claim
 
@@ -345,17 +352,19 @@ def _done(posted: tuple[Claim, Future[PostResult]]) -> tuple[Claim, PostResult]:
 def _throttle(
     throttle: Throttle,
     engine: Engine,
+    host: str,
     slot: float | None,
     wait: bool,
     on_wait: Callable[[Engine, float], None] | None,
     batch_id: str,
 ) -> tuple[float, float] | None:
-    """Hold the next POST to ``engine`` until the throttle admits it: ``None`` once it may
-    go (after sleeping, when ``wait``), else ``(delay, slot)`` to send it later."""
+    """Hold the next POST to ``engine`` for ``host`` until the throttle admits it: ``None``
+    once it may go (after sleeping, when ``wait``), else ``(delay, slot)`` to send it
+    later."""
     if slot is not None:
         delay, taken = max(0.0, slot - time.time()), slot
     else:
-        delay = throttle.take(engine)
+        delay = throttle.take(engine, host)
         taken = time.time() + delay
     while True:
         if delay > 0 and not wait:
@@ -364,10 +373,14 @@ def _throttle(
             if on_wait is not None:
                 on_wait(engine, delay)
             logger.info(
-                "IndexNow throttle batch=%s engine=%s waits %.1fs", batch_id, engine.name, delay
+                "IndexNow throttle batch=%s engine=%s host=%s waits %.1fs",
+                batch_id,
+                engine.name,
+                host,
+                delay,
             )
             time.sleep(delay)
-        delay = throttle.admit(engine)
+        delay = throttle.admit(engine, host)
         if delay <= 0:
             return None
         taken = time.time() + delay

@@ -1,7 +1,9 @@
-"""The throttle: at most ``THROTTLE["MAX_REQUESTS_PER_MINUTE"]`` POSTs a minute per engine,
-shared by every process.
+"""The throttle: at most ``THROTTLE["MAX_REQUESTS_PER_MINUTE"]`` POSTs a minute to one engine
+for one host (site), shared by every process.
 
-Each POST to an engine first takes the next *slot* of that engine: slots are
+An engine counts requests per site: to it, 200 tenants are 200 sites, so hosts
+do not share a budget. Each POST to an engine for a host first takes the next
+*slot* of that engine and host: slots are
 ``60 / MAX_REQUESTS_PER_MINUTE`` seconds apart, on one clock for every web
 process, worker and command, so that whoever sends, the engine gets its
 requests evenly spaced and never more than the budget in any minute. The slot
@@ -96,11 +98,12 @@ class Throttle:
         """Seconds between two POSTs to one engine."""
         return 60.0 / self.per_minute if self.per_minute else 0.0
 
-    def take(self, engine: Engine) -> float:
-        """Take ``engine``'s next slot; return the seconds until it starts (0: now)."""
+    def take(self, engine: Engine, host: str) -> float:
+        """Take the next slot of ``engine`` for ``host``; return the seconds until it starts
+        (0: now)."""
         if not self.enabled:
             return 0.0
-        key = self._key(engine)
+        key = self._key(engine, host)
         try:
             cache = caches[self.cache_alias]
             target = redis_cache_client(cache)
@@ -112,15 +115,17 @@ class Throttle:
             return self._take_through_cache_api(cache, key)
         except Exception as exc:
             logger.warning(
-                "IndexNow throttle cache %r unavailable (%s: %s): engine=%s sent unthrottled",
+                "IndexNow throttle cache %r unavailable (%s: %s): engine=%s host=%s sent "
+                "unthrottled",
                 self.cache_alias,
                 type(exc).__name__,
                 exc,
                 engine.name,
+                host,
             )
             return 0.0
 
-    def admit(self, engine: Engine) -> float:
+    def admit(self, engine: Engine, host: str) -> float:
         """At the POST's slot: 0 when fewer than the budget went out in the last minute
         (the POST is counted), else the seconds until one leaves that minute.
 
@@ -136,22 +141,25 @@ class Throttle:
             if target is None:
                 return 0.0
             client, make_key = target
-            key = make_key(self._key(engine) + ":sent")
+            key = make_key(self._key(engine, host) + ":sent")
             waited = client.eval(_ADMIT, 0, key, self.per_minute, 60_000, uuid.uuid4().hex)
             return max(0.0, int(waited) / 1000)
         except Exception as exc:
             logger.warning(
-                "IndexNow throttle cache %r unavailable (%s: %s): engine=%s sent unthrottled",
+                "IndexNow throttle cache %r unavailable (%s: %s): engine=%s host=%s sent "
+                "unthrottled",
                 self.cache_alias,
                 type(exc).__name__,
                 exc,
                 engine.name,
+                host,
             )
             return 0.0
 
     @staticmethod
-    def _key(engine: Engine) -> str:
-        return KEY_PREFIX + hashlib.blake2s(engine.endpoint.encode(), digest_size=8).hexdigest()
+    def _key(engine: Engine, host: str) -> str:
+        digest = hashlib.blake2s(f"{engine.endpoint}\n{host}".encode(), digest_size=8)
+        return KEY_PREFIX + digest.hexdigest()
 
     def _take_through_cache_api(self, cache: BaseCache, key: str) -> float:
         interval = self.interval

@@ -26,7 +26,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from .. import __version__
+from ..version import __version__
 from .http import HTTPSession, NoAnswer
 from .masking import mask_keys, mask_url_in
 

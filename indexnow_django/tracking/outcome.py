@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from ..collector import GoneURL, collect_on_commit, hand_over
 from ..compat import thread_connection
-from ..languages import combined, languages_for, per_language
+from ..languages import combined, languages_for
 from .state import Standing, rebuild
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def see(plan: Plan, obj: Any, now: datetime.datetime | None = None) -> Seen:
     (:func:`see_languages`).
     """
     options = plan.options
-    languages = languages_for(options)
+    languages = languages_for(options.languages)
     if languages is not None:
         return see_languages(plan, obj, languages, now)
     if plan.always_public:
@@ -75,7 +75,7 @@ def see_languages(
     public when no published language waits for its time (the earliest such time is
     ``when``), and the URLs of every language it is public in.
     """
-    return _new_seen(Seen, combined(per_language(plan.options, obj, languages, now)))
+    return _new_seen(Seen, combined(plan.options.states(obj, languages, now)))
 
 
 def failed(instance: models.Model, what: str, error: Exception) -> None:

@@ -1,0 +1,42 @@
+"""The transports: how a flush's URLs get to whatever sends them.
+
+One family, chosen once from ``DISPATCH`` (:func:`chosen`), each a
+:class:`~indexnow_django.transports.base.Transport`:
+
+``rq`` (:mod:`.rq`, ``DISPATCH: "queue"``)
+    a django-rq job per flush (or per coalescing window), run by an rq worker;
+    retries and publications through rq's scheduler.
+``tasks`` (:mod:`.tasks`, ``DISPATCH: "tasks"``)
+    a ``django.tasks`` task per flush, on ``TASKS["BACKEND"]``; retries and
+    publications with ``run_after``.
+``sync`` (:mod:`.sync`, ``DISPATCH: "sync"``)
+    sent by the process that flushed, after the response.
+
+Every consumer (dispatch, scheduling, ``indexnow_submit``, the admin,
+``indexnow_explain``, ``indexnow_check`` and the checks) asks the chosen
+transport; none reads ``DISPATCH``. What a transport runs is the same delivery
+core (:mod:`indexnow_django.delivery`), which knows nothing of them.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from .base import Enqueued, Publication, Transport
+
+if TYPE_CHECKING:
+    from ..conf import IndexNowSettings
+
+__all__ = ["Enqueued", "Publication", "Transport", "chosen"]
+
+
+def chosen(conf: IndexNowSettings | None = None) -> Transport:
+    """The transport ``DISPATCH`` selects for ``conf`` (the current settings by default)."""
+    if conf is None:
+        from ..conf import get_settings
+
+        conf = get_settings()
+    module, _, name = conf.transport_path.rpartition(".")
+    cls: type[Transport] = getattr(import_module(module), name)
+    return cls(conf)

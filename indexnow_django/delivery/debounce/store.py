@@ -22,6 +22,7 @@ from django.core.cache import BaseCache, caches
 from ...compat import redis_cache_client
 from ...protocol.client import Engine
 from ..breaker import guard
+from ..parcel import current_runner, holder_alive
 from .cache_store import claim_through_cache_api, settle_through_cache_api
 from .claims import Claim, engine_prefix
 from .redis_store import claim_on_redis, settle_on_redis
@@ -45,14 +46,11 @@ class DebounceStore:
         ttl: int,
         claim_ttl: int = 120,
         *,
-        queue_name: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.cache_alias = cache_alias
         self.ttl = ttl
         self.claim_ttl = max(1, int(claim_ttl))
-        #: The rq queue whose jobs hold claims (to tell a dead holder from a live one).
-        self.queue_name = queue_name
         self.clock = clock
         #: The cache could not be reached since this store was made.
         self.unreachable = False
@@ -175,13 +173,12 @@ class DebounceStore:
         """Whether the sender ``holder`` may still post (and settle) its claim."""
         kind, _, rest = holder.partition(":")
         try:
-            if kind == "job":
-                return _job_alive(rest, self.queue_name)
-            if kind == "proc":
-                host, pid, _ = rest.split(":", 2)
-                if host != socket.gethostname():
-                    return True
-                os.kill(int(pid), 0)
+            if kind != "proc":
+                return holder_alive(kind, rest)
+            host, pid, _ = rest.split(":", 2)
+            if host != socket.gethostname():
+                return True
+            os.kill(int(pid), 0)
         except ProcessLookupError:
             return False
         except Exception:  # cannot tell: the claim stands until it expires
@@ -202,38 +199,10 @@ class DebounceStore:
 
 
 def _holder() -> str:
-    """Who claims: the rq job running here (a requeued job takes its own claims back),
-    else this process, with a fresh suffix (threads of one process never share a claim)."""
-    from rq import get_current_job
-
-    job = get_current_job()
-    if job is not None:
-        return f"job:{job.id}"
+    """Who claims: the job or task running the parcel here (a requeued job takes its own
+    claims back), else this process, with a fresh suffix (threads of one process never
+    share a claim)."""
+    runner = current_runner()
+    if runner is not None:
+        return runner.holder
     return f"proc:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _job_alive(job_id: str, queue_name: str | None) -> bool:
-    """Whether the rq job ``job_id`` is still waiting or running (not failed, gone, ended)."""
-    from rq import get_current_job
-    from rq.exceptions import NoSuchJobError
-    from rq.job import Job, JobStatus
-
-    current = get_current_job()
-    if current is not None:
-        connection = current.connection
-    elif queue_name is not None:
-        from ...transports.rq.queue import connection as queue_connection
-
-        connection = queue_connection(queue_name)
-    else:
-        return True
-    try:
-        status = Job.fetch(job_id, connection=connection).get_status(refresh=False)
-    except NoSuchJobError:
-        return False
-    return status in {
-        JobStatus.QUEUED,
-        JobStatus.STARTED,
-        JobStatus.SCHEDULED,
-        JobStatus.DEFERRED,
-    }

@@ -33,6 +33,7 @@ from indexnow_django.sources import (
     parse_changed_since,
     sitemap_entries,
 )
+from indexnow_django.transports import chosen
 
 #: Invalid entries listed one by one (at verbosity 1); the summary counts them all.
 MAX_INVALID_SHOWN = 100
@@ -149,7 +150,7 @@ class Command(BaseCommand):
             conf,
             force=options["force"],
             dry_run=options["dry_run"],
-            sync=options["sync"] or conf.resolved_dispatch == "sync",
+            sync=options["sync"] or chosen(conf).in_process,
             reporter=reporter,
             live=self.tty,
         )

@@ -1,30 +1,35 @@
-"""Coalesced delivery (``QUEUE["COALESCE"]`` seconds): the flushes of a window, from every
-process, become one delivery.
+"""The outbox of rq's transport: URLs waiting to go out, merged by window, host and engine.
 
-Time is cut into windows of ``COALESCE`` seconds (window ``w`` is
+Time is cut into windows of ``QUEUE["COALESCE"]`` seconds (window ``w`` is
 ``[w * COALESCE, (w + 1) * COALESCE)``, the same for every process). A flush in
-window ``w`` makes one Redis round trip (:func:`add_to_window`, one Lua
-script):
+window ``w`` makes one Redis round trip (:func:`add_to_window`, one Lua script):
 
-* its URLs go into the queue's pending hash (``indexnow:pending:<queue>``,
-  URL → ``p`` public or ``g`` gone: a URL pending twice is one entry, its last
-  side wins);
-* the window's job, :func:`indexnow_django.jobs.deliver_window`, is put in
-  rq's scheduled job registry at the end of the window (plus
-  ``QUEUE["DELAY"]``) under the id ``indexnow-window-<queue>-<w>``, unless it
-  is there already. Every flush of the window finds it there: one job per
-  window, about 1 KB of Redis however many flushes it gathers.
+* its URLs go into the queue's outbox, a Redis hash (``indexnow:pending:<queue>``,
+  URL → ``p`` public or ``g`` gone and the time it was added: a URL pending twice
+  is one entry, its last side wins);
+* the window's job, :func:`indexnow_django.transports.rq.jobs.deliver_window`, is
+  put in rq's scheduled job registry at the end of the window (plus
+  ``QUEUE["DELAY"]``) under the id ``indexnow-window-<queue>-<w>``, unless it is
+  there already. Every flush of the window finds it there: one job per window,
+  about 1 KB of Redis however many flushes it gathers.
 
-When the window's job runs, :func:`take_pending` reads the pending hash and,
-in one transaction, puts all of it in one ordinary delivery job (at the front
-of the queue) and removes from the hash exactly what it read (an entry whose
-side changed meanwhile stays). That delivery job is like any other: debounce,
-one POST per host batch (up to ``BATCH["MAX_URLS"]``) and engine, retries per
-engine, a heartbeat, and a worker's sweep that sends it again when its worker
-died mid-POST. Until the transaction the URLs are in the pending hash, so a
-worker killed before it loses nothing either: the next window's job, or the
-sweep (:func:`ensure_window_job`, every few seconds in an idle worker), takes
-them.
+What waits for one engine only goes to that engine's outbox
+(``indexnow:pending:<queue>:engine:<endpoint>``, listed in
+``indexnow:outboxes:<queue>``), due at the window of its moment: the POSTs the
+throttle holds back (at their slot), what a job near its timeout had no time to
+send, and the rows web processes kept during a Redis outage. So URLs that wait for
+the same host and engine, for whatever reason, go out together, up to
+``BATCH["MAX_URLS"]`` per POST.
+
+When the window's job runs, :func:`take_pending` reads every outbox and, in one
+transaction, puts each in one ordinary delivery job (at the front of the queue)
+and removes from it exactly what it read (an entry added again meanwhile stays).
+Those delivery jobs are like any other: debounce, one POST per host batch and
+engine, retries per engine through rq's scheduler, a heartbeat, and a worker's
+sweep that sends a job again when its worker died mid-POST. Until the transaction
+the URLs are in the outbox, so a worker killed before it loses nothing either:
+the next window's job, or the sweep (:func:`ensure_window_job`, every few seconds
+in an idle worker), takes them.
 
 A flush that lands in a window whose job has already started (a clock a
 little behind the worker's) schedules the next window's job instead: a job is
@@ -38,9 +43,10 @@ import math
 import re
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...compat.rq import mark_scheduled
 from ...conf import IndexNowSettings
 from .queue import WINDOW_FUNC
 
@@ -53,6 +59,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "WINDOW_FUNC",
     "add_to_window",
+    "backlog",
     "ensure_window_job",
     "pending_count",
     "pending_key",
@@ -66,9 +73,10 @@ PUBLIC, GONE = "p", "g"
 #: URL/side pairs given to one HSET of the scripts (Lua's stack holds ~8,000 values).
 _CHUNK = 2000
 
-# KEYS[1] pending hash, KEYS[2] job hash, KEYS[3] scheduled registry, KEYS[4] queues set
-# ARGV[1] n, ARGV[2..2n+1] url/side pairs, then job id, ttl, due timestamp, queue key, and the
-# job's field/value pairs (rq's own unique schedule, after the URLs).
+# KEYS[1] pending hash, KEYS[2] job hash, KEYS[3] scheduled registry, KEYS[4] queues set,
+# KEYS[5] the queue's set of engine outboxes; ARGV[1] n, ARGV[2] chunk, ARGV[3..2n+2] url/value
+# pairs, then job id, ttl, due timestamp, queue key, the engine endpoint (empty: every engine),
+# and the job's field/value pairs (rq's own unique schedule, after the URLs).
 _ADD = """
 local n = tonumber(ARGV[1])
 local chunk = tonumber(ARGV[2])
@@ -79,6 +87,9 @@ while i < 3 + 2 * n do
     i = last + 1
 end
 local base = 3 + 2 * n
+if n > 0 and ARGV[base + 4] ~= '' then
+    redis.call('SADD', KEYS[5], ARGV[base + 4])
+end
 local status = redis.call('HGET', KEYS[2], 'status')
 if status == 'scheduled' then
     return 0
@@ -86,7 +97,7 @@ end
 if status then
     return -1
 end
-redis.call('HSET', KEYS[2], unpack(ARGV, base + 4))
+redis.call('HSET', KEYS[2], unpack(ARGV, base + 5))
 local ttl = tonumber(ARGV[base + 1])
 if ttl and ttl > 0 then
     redis.call('EXPIRE', KEYS[2], ttl)
@@ -96,7 +107,7 @@ redis.call('SADD', KEYS[4], ARGV[base + 3])
 return 1
 """
 
-# KEYS[1] pending hash; ARGV url/side pairs read: remove each that still has that side.
+# KEYS[1] pending hash; ARGV url/value pairs read: remove each that still has that value.
 _TAKE = """
 local removed = 0
 for i = 1, #ARGV, 2 do
@@ -119,9 +130,28 @@ def _script(connection: Any, source: str) -> Any:
     return script
 
 
-def pending_key(queue_name: str) -> str:
-    """The Redis hash of the URLs waiting for the next window's job of ``queue_name``."""
-    return f"indexnow:pending:{queue_name}"
+def pending_key(queue_name: str, engine: str | None = None) -> str:
+    """The Redis hash of the URLs waiting for the next window's job of ``queue_name``: for
+    every engine, or for the engine whose endpoint is ``engine`` only."""
+    if engine is None:
+        return f"indexnow:pending:{queue_name}"
+    return f"indexnow:pending:{queue_name}:engine:{engine}"
+
+
+def _outboxes_key(queue_name: str) -> str:
+    """The Redis set of the endpoints that have an outbox of their own on ``queue_name``."""
+    return f"indexnow:outboxes:{queue_name}"
+
+
+def _value(side: str, now: float) -> str:
+    """An outbox entry's value: the side, and when it was added (whole seconds)."""
+    return f"{side}:{int(now)}"
+
+
+def _side_and_time(value: Any) -> tuple[str, float | None]:
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    side, _, added = text.partition(":")
+    return side, float(added) if added.isdigit() else None
 
 
 def _job_id_part(name: str) -> str:
@@ -154,9 +184,7 @@ def _window_job(queue: Queue, window: int, conf: IndexNowSettings) -> tuple[Job,
         result_ttl=conf.queue_result_ttl,
         **job_options(conf),
     )
-    from rq.job import JobStatus
-
-    job._status = JobStatus.SCHEDULED
+    mark_scheduled(job)
     return job, due
 
 
@@ -171,29 +199,46 @@ def _hset_args(job: Job) -> list[Any]:
 def add_to_window(
     queue: Queue,
     urls: Sequence[str],
-    gone: Sequence[str],
+    gone: Collection[str],
     conf: IndexNowSettings,
     *,
     now: float | None = None,
+    engine: str | None = None,
+    due: float | None = None,
 ) -> str:
-    """Add a flush's URLs to the pending hash and make sure the window's job is scheduled.
+    """Add URLs to the outbox (``engine``'s, or every engine's) and make sure the window's
+    job is scheduled: the current window's, or the one of ``due`` (a Unix time: the job
+    runs no earlier).
 
     One Redis round trip (two when the window's job has already started).
     Returns the id of the job that will send them. Raises on Redis errors.
     """
-    window = window_of(time.time() if now is None else now, conf)
+    now = time.time() if now is None else now
+    window = window_of(max(now, due or 0), conf)
     gone_set = set(gone)
+    public, gone_value = _value(PUBLIC, now), _value(GONE, now)
     pairs: list[str] = []
     for url in urls:
-        pairs += [url, GONE if url in gone_set else PUBLIC]
+        pairs += [url, gone_value if url in gone_set else public]
     for attempt in range(2):
-        job, due = _window_job(queue, window + attempt, conf)
-        args = [len(urls), _CHUNK, *pairs, job.id, job.ttl or -1, due, queue.key, *_hset_args(job)]
+        job, job_due = _window_job(queue, window + attempt, conf)
+        args = [
+            len(urls),
+            _CHUNK,
+            *pairs,
+            job.id,
+            job.ttl or -1,
+            job_due,
+            queue.key,
+            engine or "",
+            *_hset_args(job),
+        ]
         keys = [
-            pending_key(queue.name),
+            pending_key(queue.name, engine),
             job.key,
             queue.scheduled_job_registry.key,
             queue.redis_queues_keys,
+            _outboxes_key(queue.name),
         ]
         if _script(queue.connection, _ADD)(keys=keys, args=args) >= 0:
             return str(job.id)
@@ -202,41 +247,87 @@ def add_to_window(
     return str(job.id)
 
 
-def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[Job | None, int]:
-    """Put every pending URL of ``queue`` in one delivery job; return it and the URL count.
+def _outboxes(queue: Queue) -> list[str | None]:
+    """Every engine with an outbox of its own on ``queue``, and ``None`` for every engine's."""
+    members = queue.connection.smembers(_outboxes_key(queue.name))
+    engines = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members)
+    return [None, *engines]
 
-    The job goes to the front of the queue and the URLs it holds leave the
-    pending hash in the same transaction: whatever happens to this process,
-    each pending URL is either still pending or in the job.
+
+def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
+    """Put each outbox of ``queue`` in one delivery job; return the jobs and the URL count.
+
+    The jobs go to the front of the queue and the URLs they hold leave the
+    outboxes in the same transaction: whatever happens to this process, each
+    pending URL is either still pending or in a job.
     """
-    from .queue import delivery_job, new_batch_id
+    from ...delivery.parcel import Parcel
+    from .queue import delivery_job
 
     connection = queue.connection
-    key = pending_key(queue.name)
-    entries = connection.hgetall(key)
-    if not entries:
-        return None, 0
-    urls: list[str] = []
-    gone: list[str] = []
-    pairs: list[Any] = []
-    for raw_url, side in entries.items():
-        url = raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url)
-        urls.append(url)
-        if side in (GONE, GONE.encode()):
-            gone.append(url)
-        pairs += [raw_url, side]
-    job = delivery_job(queue, urls, gone=gone, batch_id=new_batch_id(), conf=conf)
     take = _script(connection, _TAKE)
+    jobs: list[Job] = []
+    count = 0
     with connection.pipeline() as pipe:
-        queue.enqueue_job(job, pipeline=pipe, at_front=True)
-        for start in range(0, len(pairs), 2 * _CHUNK):
-            take(keys=[key], args=pairs[start : start + 2 * _CHUNK], client=pipe)
+        for engine in _outboxes(queue):
+            key = pending_key(queue.name, engine)
+            entries = connection.hgetall(key)
+            if not entries:
+                if engine is not None:
+                    pipe.srem(_outboxes_key(queue.name), engine)
+                continue
+            urls: list[str] = []
+            gone: list[str] = []
+            pairs: list[Any] = []
+            for raw_url, value in entries.items():
+                url = raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url)
+                urls.append(url)
+                if _side_and_time(value)[0] == GONE:
+                    gone.append(url)
+                pairs += [raw_url, value]
+            engines = None if engine is None else (engine,)
+            job = delivery_job(queue, Parcel.of(urls, gone=gone, engines=engines), conf=conf)
+            queue.enqueue_job(job, pipeline=pipe, at_front=True)
+            for start in range(0, len(pairs), 2 * _CHUNK):
+                take(keys=[key], args=pairs[start : start + 2 * _CHUNK], client=pipe)
+            jobs.append(job)
+            count += len(urls)
         pipe.execute()
-    return job, len(urls)
+    return jobs, count
 
 
 def pending_count(queue: Queue) -> int:
-    return int(queue.connection.hlen(pending_key(queue.name)))
+    """URLs waiting in the outboxes of ``queue`` (one waiting for two engines counts twice)."""
+    pipe = queue.connection.pipeline(transaction=False)
+    for engine in _outboxes(queue):
+        pipe.hlen(pending_key(queue.name, engine))
+    return sum(int(n) for n in pipe.execute())
+
+
+def backlog(queue: Queue, conf: IndexNowSettings) -> list[tuple[str, str, int, float | None]]:
+    """What waits in the outboxes, per host and engine: ``(host, engine name, URL count,
+    seconds the oldest has waited)``, longest wait first. Reads every entry: for
+    ``indexnow_check``, not for the request path."""
+    from ...protocol.normalize import host_of
+
+    now = time.time()
+    names = {engine.endpoint: engine.name for engine in conf.engines}
+    found: dict[tuple[str, str], list[Any]] = {}
+    for engine in _outboxes(queue):
+        wanted = list(names) if engine is None else [engine]
+        for raw_url, value in queue.connection.hscan_iter(pending_key(queue.name, engine)):
+            url = raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url)
+            added = _side_and_time(value)[1]
+            for endpoint in wanted:
+                row = found.setdefault((host_of(url), names.get(endpoint, endpoint)), [0, None])
+                row[0] += 1
+                if added is not None and (row[1] is None or added < row[1]):
+                    row[1] = added
+    rows = [
+        (host, engine, count, None if oldest is None else max(0.0, now - oldest))
+        for (host, engine), (count, oldest) in found.items()
+    ]
+    return sorted(rows, key=lambda row: (-(row[3] or 0), row[0], row[1]))
 
 
 def ensure_window_job(queue: Queue, conf: IndexNowSettings) -> str | None:
@@ -246,7 +337,7 @@ def ensure_window_job(queue: Queue, conf: IndexNowSettings) -> str | None:
     (its second round trip failed, a window job died before taking them).
     Returns the id of the job scheduled, if any.
     """
-    if conf.queue_coalesce <= 0 or not pending_count(queue):
+    if not pending_count(queue):
         return None
     prefix = f"indexnow-window-{_job_id_part(queue.name)}-"
     waiting = [

@@ -32,15 +32,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
-import threading
 import time
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ...conf import IndexNowSettings
+from ...delivery.parcel import Parcel
+from ..heartbeat import beating, heartbeat_ttl
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -55,7 +54,7 @@ __all__ = [
     "META_BATCH_ID",
     "META_FAILED_AT",
     "REDIS_TIMEOUT",
-    "batch_has_run",
+    "claim_batch_run",
     "connection",
     "count_job",
     "delivery_job",
@@ -69,7 +68,6 @@ __all__ = [
     "is_delivery",
     "job_timeout",
     "jobs_per_minute",
-    "new_batch_id",
     "orphaned_jobs",
     "retire_job",
     "schedule_once",
@@ -91,36 +89,7 @@ DELIVERY_FUNC = "indexnow_django.jobs.deliver"
 #: packets (or a frozen server) would hold the request for ever.
 REDIS_TIMEOUT = 2.0
 
-#: A running delivery job renews its heartbeat this often (seconds) ...
-HEARTBEAT_EVERY = 5.0
-#: ... and each heartbeat lasts this long: a job whose worker died has none
-#: this many seconds after the last one.
-HEARTBEAT_TTL = 15
-#: An environment variable that sets :data:`HEARTBEAT_TTL` (whole seconds; the
-#: heartbeat is renewed three times as often) for the test suite, whose tests of
-#: dead workers need not wait 15 seconds. Leave it unset in production.
-HEARTBEAT_TTL_ENV = "INDEXNOW_HEARTBEAT_TTL"
-
 _clients: dict[tuple[str, str, float], Redis] = {}
-
-
-def env_seconds(name: str, default: int) -> int:
-    """The whole number of seconds in the environment variable ``name``, else ``default``
-    (unset, or not a positive whole number)."""
-    value = os.environ.get(name, "").strip()
-    if value.isascii() and value.isdigit() and int(value) > 0:
-        return int(value)
-    return default
-
-
-def heartbeat_ttl() -> int:
-    """Seconds a heartbeat lasts: :data:`HEARTBEAT_TTL`, or :data:`HEARTBEAT_TTL_ENV`'s."""
-    return env_seconds(HEARTBEAT_TTL_ENV, HEARTBEAT_TTL)
-
-
-def new_batch_id() -> str:
-    """A short random id that a flush, its jobs and their retries share in logs."""
-    return uuid.uuid4().hex[:12]
 
 
 def connection(name: str, *, timeout: float = REDIS_TIMEOUT) -> Redis:
@@ -195,74 +164,38 @@ def is_delivery(job: Job) -> bool:
     return job.func_name in (DELIVERY_FUNC, WINDOW_FUNC)
 
 
-def delivery_job(
-    queue: Queue,
-    urls: Sequence[str],
-    *,
-    gone: Sequence[str] = (),
-    batch_id: str,
-    attempt: int = 1,
-    engines: Sequence[str] | None = None,
-    force: bool = False,
-    slot: float | None = None,
-    conf: IndexNowSettings,
-) -> Job:
-    """A delivery job of ``urls`` for ``queue``, not saved yet (see :func:`enqueue_delivery`)."""
-    kwargs: dict[str, Any] = {"batch_id": batch_id, "attempt": attempt, "force": bool(force)}
-    if gone:
-        kwargs["gone"] = [str(url) for url in gone]
-    if engines is not None:
-        kwargs["engines"] = [str(engine) for engine in engines]
-    if slot is not None:
-        kwargs["slot"] = float(slot)
-    plural = "" if len(urls) == 1 else "s"
+def delivery_job(queue: Queue, parcel: Parcel, *, conf: IndexNowSettings) -> Job:
+    """A delivery job carrying ``parcel`` for ``queue``, not saved yet (see
+    :func:`enqueue_delivery`)."""
+    args, kwargs = parcel.call()
+    plural = "" if len(parcel) == 1 else "s"
     # What it did is in the history; rq keeps nothing of it once done, unless asked.
     options = {**job_options(conf), "result_ttl": conf.queue_result_ttl}
     job: Job = queue.create_job(
         DELIVERY_FUNC,
-        args=([str(url) for url in urls],),
+        args=args,
         kwargs=kwargs,
-        description=f"IndexNow: {len(urls)} URL{plural}, batch {batch_id}, attempt {attempt}",
-        meta={META_BATCH_ID: batch_id, META_ATTEMPT: attempt},
+        description=f"IndexNow: {len(parcel)} URL{plural}, batch {parcel.batch_id}, "
+        f"attempt {parcel.attempt}",
+        meta={META_BATCH_ID: parcel.batch_id, META_ATTEMPT: parcel.attempt},
         **options,
     )
     return job
 
 
 def enqueue_delivery(
-    queue: Queue,
-    urls: Sequence[str],
-    *,
-    gone: Sequence[str] = (),
-    batch_id: str,
-    attempt: int = 1,
-    engines: Sequence[str] | None = None,
-    force: bool = False,
-    delay: float = 0,
-    slot: float | None = None,
-    conf: IndexNowSettings,
+    queue: Queue, parcel: Parcel, *, delay: float = 0, conf: IndexNowSettings
 ) -> Job:
-    """Put one delivery job on ``queue``, now or in ``delay`` seconds. Raises on Redis errors.
+    """Put one delivery job carrying ``parcel`` on ``queue``, now or in ``delay`` seconds.
+    Raises on Redis errors.
 
-    The job carries plain data only (strings, ints, a bool), so it unpickles
-    in any worker, and ``job.meta`` holds the batch id and the attempt. On a
-    synchronous queue (``ASYNC: False``) it runs at once and ``delay`` is
-    ignored. ``gone`` (those of ``urls`` whose page is gone) is a separate list.
-    ``slot``: the throttle's slot the job is deferred to (a Unix time).
+    The job carries plain data only (:meth:`~indexnow_django.delivery.parcel.Parcel.call`),
+    so it unpickles in any worker, and ``job.meta`` holds the batch id and the attempt.
+    On a synchronous queue (``ASYNC: False``) it runs at once and ``delay`` is ignored.
     Each job enqueued now is counted, per minute, for ``indexnow_check``
     (:func:`jobs_per_minute`), in the same round trip.
     """
-    job = delivery_job(
-        queue,
-        urls,
-        gone=gone,
-        batch_id=batch_id,
-        attempt=attempt,
-        engines=engines,
-        force=force,
-        slot=slot,
-        conf=conf,
-    )
+    job = delivery_job(queue, parcel, conf=conf)
     if delay > 0 and queue.is_async:
         scheduled: Job = queue.schedule_job(job, due_at(time.time() + delay))
         return scheduled
@@ -365,54 +298,35 @@ def first_run_of_batch(job: Job, batch_id: str) -> bool:
     return holder is None or holder == job.id
 
 
-def batch_has_run(queue: Queue, batch_id: str) -> bool:
-    """Whether a job of ``batch_id`` has made its first run (see :func:`first_run_of_batch`)."""
-    return bool(queue.connection.exists(_batch_run_key(batch_id)))
+def claim_batch_run(queue: Queue, batch_id: str, holder: str) -> bool:
+    """Mark ``batch_id``'s first run as ``holder``'s (a kept row being queued): ``False``
+    when a job of the batch ran already (see :func:`first_run_of_batch`)."""
+    return bool(queue.connection.set(_batch_run_key(batch_id), holder, nx=True, ex=BATCH_RUN_TTL))
 
 
 def _heartbeat_key(job_id: str) -> str:
     return f"indexnow:heartbeat:{job_id}"
 
 
-@contextlib.contextmanager
-def heartbeat(job: Job) -> Iterator[None]:
+def heartbeat(job: Job) -> contextlib.AbstractContextManager[None]:
     """Keep a heartbeat of ``job`` in Redis while the block runs (see :func:`orphaned_jobs`).
 
-    A thread renews it every :data:`HEARTBEAT_EVERY` seconds; it lasts
-    :data:`HEARTBEAT_TTL` seconds, so it stops soon after the process running
-    the job dies, however it dies. Call it only in the process that runs the
-    job. Never raises for Redis.
+    It stops soon after the process running the job dies, however it dies. Call it
+    only in the process that runs the job. Never raises for Redis.
     """
     key = _heartbeat_key(job.id)
     connection = job.connection
-    stop = threading.Event()
     ttl = heartbeat_ttl()
-    every = HEARTBEAT_EVERY * ttl / HEARTBEAT_TTL
 
-    def beat() -> bool:
+    def beat() -> None:
         try:
             connection.set(key, "1", ex=ttl)
         except Exception as exc:
             logger.warning(
                 "IndexNow heartbeat of job=%s not renewed (%s: %s)", job.id, type(exc).__name__, exc
             )
-            return False
-        return True
 
-    def keep_beating() -> None:
-        while not stop.wait(every):
-            beat()
-
-    beat()  # before the work starts
-    thread = threading.Thread(target=keep_beating, name="indexnow-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        # The last heartbeat is left to expire: it covers the moment between
-        # the end of the block and rq marking the job as ended.
-        stop.set()
-        thread.join(every)
+    return beating(beat)
 
 
 def orphaned_jobs(queue: Queue) -> list[Job]:
@@ -421,9 +335,9 @@ def orphaned_jobs(queue: Queue) -> list[Job]:
     Their worker died (SIGKILL, a cold shutdown, a machine gone): rq would
     leave them in its started job registry until its maintenance moves them
     to the failed job registry, and never retry them. A job that started less
-    than :data:`HEARTBEAT_TTL` seconds ago is left alone (it may not have
-    beaten yet). Each orphan is handed to one caller only, whichever worker
-    asks first.
+    than :func:`~indexnow_django.transports.heartbeat.heartbeat_ttl` seconds ago is
+    left alone (it may not have beaten yet). Each orphan is handed to one caller
+    only, whichever worker asks first.
     """
     from rq.job import JobStatus
 

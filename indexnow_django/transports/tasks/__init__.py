@@ -1,0 +1,128 @@
+"""django.tasks' transport (``DISPATCH: "tasks"``): Django's tasks framework, or the
+``django_tasks`` backport on Django 5.2.
+
+A flush becomes one task of ``indexnow_django.tasks.deliver`` on
+``TASKS["BACKEND"]`` and its ``QUEUE_NAME`` (:mod:`.enqueue`), run by whatever
+worker the backend has (django-tasks-db's ``db_worker``, django-tasks-rq's rq
+workers). Retries and scheduled publications are tasks with ``run_after``, when
+the backend defers tasks. A backend that runs a task as it is enqueued (the
+ImmediateBackend) does so after the response has gone out. When the backend
+cannot take a flush, the URLs are sent from the web process.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ... import compat
+from ...delivery.inprocess import send_in_process
+from ...delivery.parcel import Parcel
+from ..base import Enqueued, Publication, Transport
+from .enqueue import (
+    backend,
+    cannot_defer,
+    enqueue_delivery,
+    publication_key,
+    runs_on_enqueue,
+    schedule_publication,
+)
+
+if TYPE_CHECKING:
+    from django.core.checks import CheckMessage
+    from django.http.response import HttpResponseBase
+
+#: A flush's lines are the dispatch's, whichever transport carries it.
+logger = logging.getLogger("indexnow_django.dispatch")
+
+__all__ = ["TasksTransport"]
+
+
+class TasksTransport(Transport):
+    """Parcels as ``django.tasks`` tasks (see the module)."""
+
+    name = "tasks"
+
+    def take_flush(
+        self,
+        parcel: Parcel,
+        response: HttpResponseBase | None = None,
+        *,
+        after_response: bool = False,
+    ) -> None:
+        conf = self.conf
+
+        def enqueue(response: HttpResponseBase | None = None) -> None:
+            try:
+                task_id = enqueue_delivery(parcel, conf=conf)
+            except Exception as exc:  # the backend cannot take it: never lose the URLs
+                logger.warning(
+                    "IndexNow flush batch=%s mode=fallback count=%d when=%s: task backend %r "
+                    "cannot take the task (%s: %s); sending from this process instead",
+                    parcel.batch_id,
+                    len(parcel),
+                    self.when(response, after_response),
+                    conf.tasks_backend,
+                    type(exc).__name__,
+                    exc,
+                )
+                send_in_process(parcel, conf, response)  # after it, when one is still to go
+                return
+            self.log_flush(parcel, "tasks", backend=conf.tasks_backend, task=task_id)
+
+        try:
+            inline = runs_on_enqueue(backend(conf))
+        except Exception:
+            inline = False  # enqueue() says why
+        if not (inline and response is not None and compat.run_after_response(response, enqueue)):
+            enqueue(response)
+
+    def enqueue(self, parcel: Parcel, delay: float = 0) -> Enqueued:
+        return Enqueued(enqueue_delivery(parcel, delay=delay, conf=self.conf))
+
+    def cannot_defer(self) -> str | None:
+        return cannot_defer(self.conf)
+
+    def schedule_publication(self, publication: Publication) -> str | None:
+        return schedule_publication(publication, self.conf)
+
+    def cannot_schedule(self) -> tuple[str, str] | None:
+        refusal = cannot_defer(self.conf)
+        if refusal is None:
+            return None
+        hint = (
+            "Use a task backend that defers tasks (django-tasks-db's DatabaseBackend, "
+            "django-tasks-rq's RQBackend) for INDEXNOW['TASKS']['BACKEND']."
+        )
+        return refusal, hint
+
+    def publication_state(self, publication: Publication) -> str:
+        try:
+            refusal = cannot_defer(self.conf)
+            if refusal is not None:
+                return f"cannot be scheduled: {refusal} (check indexnow.W003)"
+            from django.core.cache import caches
+
+            if caches[self.conf.debounce_cache].get(publication_key(publication)) is not None:
+                return (
+                    f"enqueued on task backend {self.conf.tasks_backend!r} with run_after at "
+                    "its moment"
+                )
+            return "not found: save the object again to schedule it"
+        except Exception as exc:
+            return f"unknown: the task backend cannot be asked ({type(exc).__name__}: {exc})"
+
+    def checks(self) -> list[CheckMessage]:
+        from .checks import tasks_checks
+
+        return tasks_checks(self.conf)
+
+    @property
+    def describe(self) -> str:
+        return f"task backend {self.conf.tasks_backend!r}"
+
+    @property
+    def how_sent(self) -> str:
+        from django.utils.translation import gettext
+
+        return gettext("queued for delivery")

@@ -6,7 +6,7 @@ With ``DISPATCH: "tasks"`` each flush becomes one task of
 ``QUEUE_NAME`` (:func:`enqueue_delivery`), and a scheduled publication one task
 of ``indexnow_django.tasks.publish`` with ``run_after`` at its moment
 (:func:`schedule_publication`). The framework is Django's ``django.tasks`` or
-the ``django_tasks`` backport (:func:`~indexnow_django.compat.tasks_framework`).
+the ``django_tasks`` backport (:func:`~indexnow_django.compat.tasks.tasks_framework`).
 
 The task functions live in :mod:`indexnow_django.tasks` and are reached by their
 dotted path (as rq reaches a job's function), so that enqueueing imports
@@ -20,14 +20,14 @@ import importlib
 import logging
 import math
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...compat import tasks_framework
+from ...compat.tasks import is_database_backend, is_immediate_backend, tasks_framework
 from ...conf import IndexNowSettings
+from ...delivery.parcel import Parcel
 
 if TYPE_CHECKING:
-    from ...scheduling import Publication
+    from ..base import Publication
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ __all__ = [
     "enqueue_delivery",
     "is_database",
     "make_task",
+    "publication_key",
     "runs_on_enqueue",
     "schedule_publication",
 ]
@@ -62,12 +63,12 @@ def backend(conf: IndexNowSettings) -> Any:
 
 def runs_on_enqueue(task_backend: Any) -> bool:
     """Whether ``task_backend`` runs a task while enqueueing it (the ImmediateBackend)."""
-    return type(task_backend).__name__ == "ImmediateBackend"
+    return is_immediate_backend(task_backend)
 
 
 def is_database(task_backend: Any) -> bool:
     """Whether ``task_backend`` is django-tasks-db's, whose table the worker side reads."""
-    return type(task_backend).__module__.split(".")[0] == "django_tasks_db"
+    return is_database_backend(task_backend)
 
 
 def cannot_defer(conf: IndexNowSettings) -> str | None:
@@ -103,36 +104,23 @@ def _due(delay: float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(math.ceil(time.time() + delay), tz=datetime.timezone.utc)
 
 
-def enqueue_delivery(
-    urls: Sequence[str],
-    *,
-    gone: Sequence[str] = (),
-    batch_id: str,
-    attempt: int = 1,
-    engines: Sequence[str] | None = None,
-    force: bool = False,
-    delay: float = 0,
-    slot: float | None = None,
-    conf: IndexNowSettings,
-) -> str:
-    """Enqueue one delivery task, to run now or in ``delay`` seconds; return its id.
+def enqueue_delivery(parcel: Parcel, *, delay: float = 0, conf: IndexNowSettings) -> str:
+    """Enqueue one delivery task carrying ``parcel``, to run now or in ``delay`` seconds;
+    return its id.
 
-    ``slot``: the throttle's slot the task is deferred to (a Unix time).
-
-    Its arguments are plain data (lists of strings, an int, a bool), as JSON
-    keeps them. Raises what the backend raises (a database or Redis error, a
+    Its arguments are plain data (:meth:`~indexnow_django.delivery.parcel.Parcel.call`),
+    as JSON keeps them. Raises what the backend raises (a database or Redis error, a
     queue it does not serve).
     """
-    kwargs: dict[str, Any] = {"batch_id": batch_id, "attempt": attempt, "force": bool(force)}
-    if gone:
-        kwargs["gone"] = [str(url) for url in gone]
-    if engines is not None:
-        kwargs["engines"] = [str(engine) for engine in engines]
-    if slot is not None:
-        kwargs["slot"] = float(slot)
+    args, kwargs = parcel.call()
     task = make_task("deliver", conf, _due(delay) if delay > 0 else None)
-    result = task.enqueue([str(url) for url in urls], **kwargs)
+    result = task.enqueue(*args, **kwargs)
     return str(result.id)
+
+
+def publication_key(publication: Publication) -> str:
+    """The debounce cache's key that says ``publication``'s task was enqueued."""
+    return f"indexnow:publish:{publication.job_id}"
 
 
 def schedule_publication(publication: Publication, conf: IndexNowSettings) -> str | None:
@@ -154,7 +142,7 @@ def schedule_publication(publication: Publication, conf: IndexNowSettings) -> st
         )
         return None
     cache = caches[conf.debounce_cache]
-    key = f"indexnow:publish:{publication.job_id}"
+    key = publication_key(publication)
     ttl = max(int(publication.timestamp - time.time()) + 3600, 60)
     if not cache.add(key, "1", timeout=ttl):
         return None

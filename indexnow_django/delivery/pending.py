@@ -5,9 +5,9 @@ When Redis cannot take a flush's job, the URLs are sent from the web process
 send could not get accepted for a reason that may pass (429, 5xx, a timeout,
 a network error; or the send itself failing) is kept here, one
 :class:`PendingSubmission` row per engine, in the same database as the change
-that produced it. The worker class (:mod:`indexnow_django.worker`) looks for
-such rows every few seconds and turns each into a delivery job
-(:func:`enqueue_pending`), with its retries, once Redis takes jobs again.
+that produced it. The rq worker class looks for such rows every few seconds and
+puts them back on their way, with their retries, once Redis takes jobs again
+(:mod:`indexnow_django.transports.rq.kept`).
 Final rejections (400, 403, 422) are not kept: sending them again would not
 help.
 """
@@ -15,21 +15,16 @@ help.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from django.db import models, transaction
+from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .conf import IndexNowSettings
-
-if TYPE_CHECKING:
-    from rq.queue import Queue
+from .parcel import Parcel
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENQUEUE_TIMED_OUT", "PendingSubmission", "enqueue_pending", "keep"]
+__all__ = ["DRAIN_SLICE", "ENQUEUE_TIMED_OUT", "PendingSubmission", "keep"]
 
 #: Rows turned into jobs per look: a long outage's backlog drains in slices.
 DRAIN_SLICE = 100
@@ -78,89 +73,51 @@ class PendingSubmission(models.Model):
         """The engine endpoints to send to, or ``None`` for every configured engine."""
         return [engine for engine in self.engines.split(self.SEPARATOR) if engine] or None
 
+    @property
+    def parcel(self) -> Parcel:
+        """What the row keeps, as the parcel a delivery carries."""
+        engines = self.engine_list
+        return Parcel.of(
+            self.url_list,
+            batch_id=self.batch_id,
+            gone=self.gone_list,
+            engines=tuple(engines) if engines is not None else None,
+            force=self.force,
+        )
 
-def keep(
-    urls: Sequence[str],
-    *,
-    gone: Sequence[str] = (),
-    batch_id: str,
-    engines: Sequence[str] | None,
-    force: bool,
-    reason: str,
-) -> bool:
-    """Keep ``urls`` (for ``engines``, or every engine) until a worker can send them.
 
-    ``gone``: those of ``urls`` whose page is gone. Returns whether they were kept.
+def keep(parcel: Parcel, *, reason: str) -> bool:
+    """Keep ``parcel`` (for its engines, or every engine) until a worker can send it.
 
-    Never raises: a database that cannot take them is logged, with the URLs.
+    Returns whether it was kept. Never raises: a database that cannot take it is
+    logged, with the URLs.
     """
-    if not urls:
+    if not parcel.urls:
         return True
-    kept = set(urls)
+    separator = PendingSubmission.SEPARATOR
     try:
         PendingSubmission.objects.create(
-            batch_id=batch_id,
-            engines=PendingSubmission.SEPARATOR.join(engines or []),
-            force=force,
+            batch_id=parcel.batch_id,
+            engines=separator.join(parcel.engines or []),
+            force=parcel.force,
             reason=reason[:2000],
-            urls=PendingSubmission.SEPARATOR.join(urls),
-            gone=PendingSubmission.SEPARATOR.join(url for url in gone if url in kept),
+            urls=separator.join(parcel.urls),
+            gone=separator.join(url for url in parcel.urls if url in parcel.gone),
         )
     except Exception:
         logger.exception(
             "IndexNow could not keep batch=%s count=%d in the database; not sent: %s",
-            batch_id,
-            len(urls),
-            " ".join(urls[:20]),
+            parcel.batch_id,
+            len(parcel),
+            " ".join(parcel.urls[:20]),
         )
         return False
     logger.warning(
         "IndexNow kept batch=%s count=%d engines=%s in the database: a worker sends them once "
         "the queue takes jobs again (%s)",
-        batch_id,
-        len(urls),
-        ",".join(engines) if engines else "all",
+        parcel.batch_id,
+        len(parcel),
+        ",".join(parcel.engines) if parcel.engines else "all",
         reason,
     )
     return True
-
-
-def enqueue_pending(queue: Queue, conf: IndexNowSettings) -> list[str]:
-    """Turn the oldest kept rows into delivery jobs on ``queue``; return the jobs' ids.
-
-    Each row becomes one job (attempt 1, its batch id) and is deleted in the
-    same transaction, so that two workers never both enqueue it and a Redis
-    that fails again leaves it in place. Raises on database or Redis errors.
-    """
-    from .transports.rq.queue import batch_has_run, enqueue_delivery
-
-    job_ids: list[str] = []
-    for pk in PendingSubmission.objects.values_list("pk", flat=True)[:DRAIN_SLICE]:
-        with transaction.atomic():
-            row = PendingSubmission.objects.filter(pk=pk).first()
-            if row is None or not PendingSubmission.objects.filter(pk=pk).delete()[0]:
-                continue  # taken by another worker
-            if row.reason.startswith(ENQUEUE_TIMED_OUT) and batch_has_run(queue, row.batch_id):
-                logger.info(
-                    "IndexNow kept batch=%s dropped: its job reached Redis after all and ran",
-                    row.batch_id,
-                )
-                continue
-            job = enqueue_delivery(
-                queue,
-                row.url_list,
-                gone=row.gone_list,
-                batch_id=row.batch_id,
-                engines=row.engine_list,
-                force=row.force,
-                conf=conf,
-            )
-        logger.info(
-            "IndexNow kept batch=%s count=%d queued job=%s (kept since %s)",
-            row.batch_id,
-            len(row.url_list),
-            job.id,
-            row.kept_at.isoformat(),
-        )
-        job_ids.append(job.id)
-    return job_ids

@@ -1,4 +1,5 @@
-"""The internals of Django, Wagtail and redis-py this package relies on, one function each.
+"""The internals of Django, Wagtail and redis-py this package relies on, one function each;
+rq's are in :mod:`.rq`, the task backends' in :mod:`.tasks`.
 
 Nothing else in the package touches a private attribute of Django, Wagtail
 or a cache backend, or changes a class it does not own process-wide: it
@@ -20,11 +21,6 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
   the commit (a rolled-back savepoint removes its own), as
   ``(savepoint ids, callback, robust)`` entries; and, while the commit runs
   them, CPython freeing a dropped callback at once;
-* :func:`scheduler_died` and :func:`scheduler_running`: ``RQScheduler._process``,
-  the process in which rq's worker runs its scheduler;
-* :func:`take_over_scheduler_lock`: ``RQScheduler._queue_names``, ``name`` and
-  ``interval``, and that rq's lock key of a queue holds the name of the
-  scheduler that serves it, renewed to ``interval + 60`` seconds;
 * :func:`admin_markup`: the markup of Django's own admin templates that ours
   repeat (breadcrumbs, where the object tools sit), which changed in 6.1;
 * :func:`thread_connection`: that ``django.db.connections`` keeps one
@@ -45,8 +41,6 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
   paths (``request._wagtail_cached_site_root_paths``), through which a page
   gives its URL on one given site.
 
-And one version switch: :func:`tasks_framework`, Django's own ``django.tasks``
-(Django 6.0 and later) or the ``django_tasks`` backport (Django 5.2).
 """
 
 from __future__ import annotations
@@ -59,7 +53,6 @@ import importlib.util
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -212,66 +205,6 @@ class PendingCallback:
         return any(entry[1] is callback for entry in reversed(self._connection.run_on_commit))
 
 
-def scheduler_died(scheduler: Any) -> bool:
-    """Whether the scheduler process that an rq worker started has ended since.
-
-    False for a scheduler that never started (another worker holds the lock,
-    or a burst worker).
-    """
-    process = getattr(scheduler, "_process", None)
-    return process is not None and not process.is_alive()
-
-
-def scheduler_running(scheduler: Any) -> bool:
-    """Whether the scheduler that an rq worker may start runs in its process now."""
-    process = getattr(scheduler, "_process", None)
-    return process is not None and process.is_alive()
-
-
-#: Replace the holder of a lock (``ARGV[1]``) by another (``ARGV[2]``), only if it
-#: still holds it: two workers taking over at once cannot both get it.
-_TAKE_OVER_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
-    return 1
-end
-return 0
-"""
-
-
-def take_over_scheduler_lock(
-    scheduler: Any, death: Callable[[Any], str | None]
-) -> list[tuple[str, str]]:
-    """Give ``scheduler`` the lock of each of its queues whose holder has stopped.
-
-    ``death(holder)`` says why a holder (an ``RQScheduler`` read from Redis)
-    is not alive, or ``None``; a holder without a record in Redis is gone.
-    The lock is renewed for the time rq gives it; ``scheduler.acquire_locks``
-    then finds it its own. Returns ``(queue name, former holder)`` pairs.
-    """
-    from rq.exceptions import SchedulerNotFound
-    from rq.scheduler import RQScheduler
-
-    connection = scheduler.connection
-    taken: list[tuple[str, str]] = []
-    for name in sorted(scheduler._queue_names):
-        key = scheduler.get_locking_key(name)
-        raw = connection.get(key)
-        if raw is None:
-            continue
-        holder = raw.decode() if isinstance(raw, bytes) else str(raw)
-        if holder == scheduler.name:
-            continue
-        try:
-            stopped = death(RQScheduler.fetch(holder, connection)) is not None
-        except SchedulerNotFound:
-            stopped = True
-        ttl = int(scheduler.interval) + 60
-        if stopped and connection.eval(_TAKE_OVER_SCRIPT, 1, key, holder, scheduler.name, ttl):
-            taken.append((name, holder))
-    return taken
-
-
 _threads = threading.local()
 
 
@@ -376,44 +309,3 @@ def parler_translations(model: type[Model]) -> list[tuple[str, tuple[str, ...]]]
     if meta is None:
         return []
     return [(extension.rel_name, tuple(extension.get_translated_fields())) for extension in meta]
-
-
-@dataclass(frozen=True)
-class TasksFramework:
-    """The parts of a tasks framework (``django.tasks`` or ``django_tasks``) used here."""
-
-    #: ``"django.tasks"`` or ``"django_tasks"``.
-    name: str
-    #: The handler of ``settings.TASKS``: ``backends[alias]`` is a backend.
-    backends: Any
-    #: The ``TaskResultStatus`` choices.
-    status: Any
-    #: Every signals module that may announce a task starting and finishing: a
-    #: backend built on the backport (django-tasks-rq) sends the backport's
-    #: signals even on Django 6.
-    signal_modules: tuple[Any, ...]
-
-
-def tasks_framework() -> TasksFramework | None:
-    """``django.tasks`` on Django 6.0+, else the ``django_tasks`` backport; ``None`` without.
-
-    django-tasks-db follows the same rule; django-tasks-rq builds on the
-    backport on every Django, and its backends load through either handler.
-    """
-    if importlib.util.find_spec("django.tasks") is not None:
-        name = "django.tasks"
-    elif importlib.util.find_spec("django_tasks") is not None:
-        name = "django_tasks"
-    else:
-        return None
-    framework = importlib.import_module(name)
-    base = importlib.import_module(f"{name}.base")
-    signal_modules = [importlib.import_module(f"{name}.signals")]
-    if name != "django_tasks" and importlib.util.find_spec("django_tasks") is not None:
-        signal_modules.append(importlib.import_module("django_tasks.signals"))
-    return TasksFramework(
-        name=name,
-        backends=framework.task_backends,
-        status=base.TaskResultStatus,
-        signal_modules=tuple(signal_modules),
-    )

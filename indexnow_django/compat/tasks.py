@@ -1,0 +1,104 @@
+"""The task frameworks and backends this package works with (see :mod:`indexnow_django.compat`).
+
+:func:`tasks_framework` is a version switch: Django's own ``django.tasks``
+(Django 6.0 and later) or the ``django_tasks`` backport (Django 5.2). The
+``is_*`` functions tell a backend's kind by its class, for what only some
+backends do (run a task as it is enqueued, keep tasks in the database, run them
+as rq jobs), each importing the backend's package only when it is installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "TasksFramework",
+    "is_database_backend",
+    "is_db_worker",
+    "is_immediate_backend",
+    "is_rq_backend",
+    "tasks_framework",
+]
+
+
+@dataclass(frozen=True)
+class TasksFramework:
+    """The parts of a tasks framework (``django.tasks`` or ``django_tasks``) used here."""
+
+    #: ``"django.tasks"`` or ``"django_tasks"``.
+    name: str
+    #: The handler of ``settings.TASKS``: ``backends[alias]`` is a backend.
+    backends: Any
+    #: The ``TaskResultStatus`` choices.
+    status: Any
+    #: Every signals module that may announce a task starting and finishing: a
+    #: backend built on the backport (django-tasks-rq) sends the backport's
+    #: signals even on Django 6.
+    signal_modules: tuple[Any, ...]
+
+
+def tasks_framework() -> TasksFramework | None:
+    """``django.tasks`` on Django 6.0+, else the ``django_tasks`` backport; ``None`` without.
+
+    django-tasks-db follows the same rule; django-tasks-rq builds on the
+    backport on every Django, and its backends load through either handler.
+    """
+    if importlib.util.find_spec("django.tasks") is not None:
+        name = "django.tasks"
+    elif importlib.util.find_spec("django_tasks") is not None:
+        name = "django_tasks"
+    else:
+        return None
+    framework = importlib.import_module(name)
+    base = importlib.import_module(f"{name}.base")
+    signal_modules = [importlib.import_module(f"{name}.signals")]
+    if name != "django_tasks" and importlib.util.find_spec("django_tasks") is not None:
+        signal_modules.append(importlib.import_module("django_tasks.signals"))
+    return TasksFramework(
+        name=name,
+        backends=framework.task_backends,
+        status=base.TaskResultStatus,
+        signal_modules=tuple(signal_modules),
+    )
+
+
+def _classes(*paths: str) -> tuple[type, ...]:
+    """The classes at ``paths`` (``module:Class``) whose package is installed."""
+    found: list[type] = []
+    for path in paths:
+        module, _, name = path.partition(":")
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            continue
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+def is_immediate_backend(task_backend: Any) -> bool:
+    """Whether ``task_backend`` runs a task while enqueueing it (the ImmediateBackend)."""
+    immediate = _classes(
+        "django.tasks.backends.immediate:ImmediateBackend",
+        "django_tasks.backends.immediate:ImmediateBackend",
+    )
+    return isinstance(task_backend, immediate)
+
+
+def is_database_backend(task_backend: Any) -> bool:
+    """Whether ``task_backend`` is django-tasks-db's, whose table the worker side reads."""
+    return isinstance(task_backend, _classes("django_tasks_db.backend:DatabaseBackend"))
+
+
+def is_rq_backend(task_backend: Any) -> bool:
+    """Whether ``task_backend`` is django-tasks-rq's: its tasks are rq jobs."""
+    return isinstance(task_backend, _classes("django_tasks_rq.backend:RQBackend"))
+
+
+def is_db_worker(command: Any) -> bool:
+    """Whether the management command ``command`` is django-tasks-db's ``db_worker``."""
+    worker = _classes("django_tasks_db.management.commands.db_worker:Command")
+    return bool(worker) and isinstance(command, worker)

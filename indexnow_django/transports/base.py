@@ -1,0 +1,196 @@
+"""What every transport does: the protocol the rest of the package asks, and the values it carries.
+
+A transport takes a flush's parcel from :func:`indexnow_django.dispatch.dispatch`
+(:meth:`Transport.take_flush`), carries parcels to whatever runs them
+(:meth:`Transport.enqueue`, and :meth:`Transport.send_later` for what a running
+delivery gives back: retries, held and left POSTs), schedules publications, and
+says how it is doing to the admin, ``indexnow_explain``, ``indexnow_submit``,
+the system checks and ``indexnow_check``. The delivery itself is the core's
+(:mod:`indexnow_django.delivery`), the same for every transport.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import logging
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..delivery.inprocess import after_response, send_in_process
+from ..delivery.parcel import Parcel
+
+if TYPE_CHECKING:
+    from django.core.checks import CheckMessage
+    from django.http.response import HttpResponseBase
+
+    from ..conf import IndexNowSettings
+
+#: A flush's lines are the dispatch's, whichever transport carries it.
+logger = logging.getLogger("indexnow_django.dispatch")
+
+__all__ = ["Enqueued", "Publication", "Transport", "whole_seconds"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def whole_seconds(when: datetime.datetime) -> int:
+    """``when`` as a POSIX timestamp, rounded *up* to a whole second.
+
+    Queues schedule to the second; rounding up means a publication never fires
+    before the object is public.
+    """
+    return math.ceil(when.timestamp())
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One object due to become public at one moment: all a scheduled job carries."""
+
+    label: str
+    pk: Any
+    timestamp: int
+
+    @property
+    def at(self) -> datetime.datetime:
+        """The moment, as an aware UTC datetime."""
+        return datetime.datetime.fromtimestamp(self.timestamp, tz=datetime.timezone.utc)
+
+    @property
+    def job_id(self) -> str:
+        """``indexnow-publish-<model>-<pk>-<timestamp>-<digest>``, only ``[A-Za-z0-9_-]``.
+
+        The readable part may be shortened or lose characters rq does not
+        allow; the digest of the exact three values keeps ids distinct.
+        """
+        digest = hashlib.sha256(f"{self.label}\n{self.pk!r}\n{self.timestamp}".encode()).hexdigest()
+        model = _UNSAFE.sub("_", self.label.lower())
+        pk = _UNSAFE.sub("_", str(self.pk))[:40]
+        return f"indexnow-publish-{model}-{pk}-{self.timestamp}-{digest[:12]}"
+
+    def __str__(self) -> str:
+        return f"model={self.label} pk={self.pk} at={self.at.isoformat()}"
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """A parcel a transport took: the id of its job or task, and, when the transport ran
+    it at once (a synchronous queue), why it failed."""
+
+    id: str
+    failed: str | None = None
+
+
+class Transport:
+    """The transport ``DISPATCH`` chose (see :mod:`indexnow_django.transports`).
+
+    This base class is the in-process behaviour that every transport falls back
+    to; :class:`~indexnow_django.transports.sync.SyncTransport` is it as it stands.
+    """
+
+    #: What ``indexnow_check``, ``indexnow_explain`` and the logs call it.
+    name: ClassVar[str] = ""
+    #: What a failure message tells the user to do to send again.
+    again: ClassVar[str] = (
+        "Submit its URLs again (the history's Send again, or manage.py indexnow_submit)."
+    )
+    #: Parcels are sent by the process that flushed them (no worker).
+    in_process: ClassVar[bool] = False
+    #: Each delivery runs in a process of its own (rq's forking worker): nothing one
+    #: keeps in memory is seen by the next.
+    forks_per_delivery: ClassVar[bool] = False
+
+    def __init__(self, conf: IndexNowSettings) -> None:
+        self.conf = conf
+
+    # ------------------------------------------------------------ the enqueueing side
+
+    def take_flush(
+        self,
+        parcel: Parcel,
+        response: HttpResponseBase | None = None,
+        *,
+        after_response: bool = False,
+    ) -> None:
+        """Carry a flush's parcel on (``response``: the request's, still to go out;
+        ``after_response``: the flush runs once it has gone). Never raises: what cannot
+        be carried is sent from this process."""
+        self.log_flush(parcel, "sync", when=self.when(response, after_response))
+        send_in_process(parcel, self.conf, response)
+
+    def log_flush(self, parcel: Parcel, mode: str, **fields: object) -> None:
+        """The one log line of a flush: its batch, how it went on and where."""
+        extra = "".join(f" {key}={value}" for key, value in fields.items())
+        logger.info(
+            "IndexNow flush batch=%s mode=%s count=%d%s",
+            parcel.batch_id,
+            mode,
+            len(parcel),
+            extra,
+        )
+
+    def when(self, response: HttpResponseBase | None, late: bool = False) -> str:
+        """When a send from this process would go: ``now`` or ``after-response`` (``late``:
+        the flush itself runs after the response)."""
+        return "after-response" if late or after_response(response) else "now"
+
+    def enqueue(self, parcel: Parcel, delay: float = 0) -> Enqueued:
+        """Put ``parcel`` on its way, now or in ``delay`` seconds. Raises when it cannot."""
+        raise NotImplementedError(f"{type(self).__name__} sends from the process that flushed")
+
+    def send_later(self, parcel: Parcel, delay: float) -> str:
+        """What a running delivery gives back (see
+        :class:`~indexnow_django.delivery.run.Carrier`)."""
+        return self.enqueue(parcel, delay).id
+
+    put_back = send_later
+
+    def cannot_defer(self) -> str | None:
+        """Why a delivery cannot be put off (a retry, a held POST), or ``None``."""
+        return "DISPATCH is synchronous: nothing runs later"
+
+    # ------------------------------------------------------------ scheduled publication
+
+    def schedule_publication(self, publication: Publication) -> str | None:
+        """Schedule ``publication`` once; its job's or task's id, or ``None`` when it was
+        scheduled before. Raises when it cannot be scheduled (logged by the caller)."""
+        raise RuntimeError(self.cannot_defer() or "nothing runs later")
+
+    def cannot_schedule(self) -> tuple[str, str] | None:
+        """``(why, hint)`` when publications cannot be scheduled (``indexnow.W003``)."""
+        why = (
+            "DISPATCH is 'sync'"
+            if self.conf.dispatch == "sync"
+            else (
+                f"DISPATCH is 'auto' and QUEUE['NAME'] {self.conf.queue_name!r} is not in RQ_QUEUES"
+            )
+        )
+        hint = (
+            f"Add {self.conf.queue_name!r} to RQ_QUEUES (and set DISPATCH to 'auto' or "
+            "'queue'), and run manage.py rqworker --with-scheduler."
+        )
+        return why, hint
+
+    def publication_state(self, publication: Publication) -> str:
+        """Where ``publication`` stands, for ``indexnow_explain``."""
+        return "cannot be scheduled: DISPATCH is synchronous (check indexnow.W003)"
+
+    # ------------------------------------------------------------ telling people
+
+    @property
+    def describe(self) -> str:
+        """What carries the parcels, in a sentence: ``queue 'default'``."""
+        return "process that flushed"
+
+    @property
+    def how_sent(self) -> str:
+        """How URLs submitted by hand go on, for the admin's messages."""
+        from django.utils.translation import gettext
+
+        return gettext("sent from the web process")
+
+    def checks(self) -> list[CheckMessage]:
+        """This transport's system checks (run with the package's)."""
+        return []
