@@ -72,7 +72,7 @@ DEFAULTS: dict[str, Any] = {
         "TIMEOUT": 60,
         "FAILURE_TTL": 7 * 24 * 3600,
         "RESULT_TTL": 0,
-        "COALESCE": 0,
+        "COALESCE": 2,
     },
     "RETRY": {
         "MAX_ATTEMPTS": 3,
