@@ -51,33 +51,34 @@ def is_whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@dataclass(eq=False)
 class Key(Generic[T]):
-    """One key of ``INDEXNOW`` (``path``: ``("QUEUE", "RESULT_TTL")``), and the attribute of
-    the settings object (the name it is declared under) that holds its value, made by
+    """One key of ``INDEXNOW`` (``path``: ``"QUEUE.RESULT_TTL"``), and the attribute of the
+    settings object (the name it is declared under) that holds its value, made by
     ``convert`` from what is set.
 
-    ``kind``: ``"number"`` (finite, ``whole`` when asked), ``"flag"`` (True or False),
-    ``"choice"`` (one of ``choices``), ``"name"`` (a non-empty string), ``"url"`` (an
-    absolute http(s) URL) or ``"code"`` (checked in :mod:`~indexnow_django.conf.rules`).
-    ``optional``: ``None`` is allowed too.
+    ``kind``: ``"number"`` (finite, ``whole`` when asked, from ``minimum`` (``above``
+    it when asked) to ``maximum``, in ``unit``), ``"flag"`` (True or False), ``"choice"``
+    (one of ``choices``), ``"name"`` (a non-empty string, else ``message``), ``"url"``
+    (an absolute http(s) URL) or ``"code"`` (checked in :mod:`.rules`). ``optional``:
+    ``None`` is allowed too. ``id`` and ``hint``: those of its problems.
     """
 
-    path: tuple[str, ...]
-    default: Any
-    kind: str
-    id: str = ""
+    attr = ""
     minimum: float = 0
     maximum: float | None = None
-    above: bool = False
-    whole: bool = False
+    above = whole = optional = False
     unit: str | None = "seconds"
     choices: tuple[str, ...] = ()
-    optional: bool = False
     hint: str | None = None
-    message: str = "{where} must be a non-empty string, not {value!r}."
+    message = "{where} must be a non-empty string, not {value!r}."
     convert: Callable[[Any], Any] | None = None
-    attr: str = ""
+
+    def __init__(self, path: str, default: Any, kind: str, id: str = "", **rule: Any) -> None:
+        self.path, self.default, self.kind, self.id = tuple(path.split(".")), default, kind, id
+        for name, value in rule.items():
+            if not hasattr(Key, name):
+                raise TypeError(f"Key() has no rule {name!r}")
+            setattr(self, name, value)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.attr = name
@@ -158,11 +159,7 @@ def _engines(value: Any) -> tuple[Engine, ...]:
 
 
 def number(path: str, default: Any, id: str, minimum: float = 0, **rule: Any) -> Key[Any]:
-    return Key(tuple(path.split(".")), default, "number", id, minimum, **rule)
-
-
-def other(path: str, default: Any, kind: str, id: str = "", **rule: Any) -> Key[Any]:
-    return Key(tuple(path.split(".")), default, kind, id, **rule)
+    return Key(path, default, "number", id, minimum=minimum, **rule)
 
 
 # The check ids shared by several keys (docs/checks.md).
@@ -177,8 +174,8 @@ class Declared:
     """The keys, in the order of the setting (the order the allowed keys are named in);
     each attribute is the value of the settings object built from them."""
 
-    key: Key[str] = other("KEY", None, "code")
-    key_location: Key[str | None] = other(
+    key: Key[str] = Key("KEY", None, "code")
+    key_location: Key[str | None] = Key(
         "KEY_LOCATION",
         None,
         "url",
@@ -187,16 +184,14 @@ class Declared:
         hint="For example 'https://www.example.com/static/<KEY>.txt'.",
     )
     #: ``BASE_URL`` and ``HOSTS`` as set (``BASE_URL`` may be ``None``).
-    base_url_setting: Key[str | None] = other("BASE_URL", None, "code")
-    hosts_setting: Key[Any] = other("HOSTS", None, "code")
-    engines: Key[tuple[Engine, ...]] = other("ENGINES", ["indexnow"], "code", convert=_engines)
-    enabled: Key[bool] = other("ENABLED", True, "flag", E_FLAG)
-    dry_run: Key[bool] = other("DRY_RUN", False, "flag", E_FLAG)
-    dispatch: Key[str] = other(
-        "DISPATCH", "auto", "choice", "indexnow.E011", choices=DISPATCH_MODES
-    )
+    base_url_setting: Key[str | None] = Key("BASE_URL", None, "code")
+    hosts_setting: Key[Any] = Key("HOSTS", None, "code")
+    engines: Key[tuple[Engine, ...]] = Key("ENGINES", ["indexnow"], "code", convert=_engines)
+    enabled: Key[bool] = Key("ENABLED", True, "flag", E_FLAG)
+    dry_run: Key[bool] = Key("DRY_RUN", False, "flag", E_FLAG)
+    dispatch: Key[str] = Key("DISPATCH", "auto", "choice", "indexnow.E011", choices=DISPATCH_MODES)
 
-    queue_name: Key[str] = other(
+    queue_name: Key[str] = Key(
         "QUEUE.NAME", "default", "name", E_QUEUE, message="{where} must be a queue name."
     )
     queue_delay: Key[float] = number("QUEUE.DELAY", 0, E_QUEUE)
@@ -245,17 +240,17 @@ class Declared:
         unit=None,
         hint="The IndexNow protocol accepts at most 10,000 URLs per request.",
     )
-    debounce_cache: Key[str] = other("DEBOUNCE.CACHE", "default", "code")
+    debounce_cache: Key[str] = Key("DEBOUNCE.CACHE", "default", "code")
     debounce_ttl: Key[int] = number(
         "DEBOUNCE.TTL", 600, "indexnow.E017", whole=True, hint="0 disables debouncing."
     )
     http_timeout: Key[float] = number("HTTP.TIMEOUT", 10, "indexnow.E018", above=True)
-    history_enabled: Key[bool] = other("HISTORY.ENABLED", True, "flag", E_HISTORY)
+    history_enabled: Key[bool] = Key("HISTORY.ENABLED", True, "flag", E_HISTORY)
     history_retention_days: Key[int] = number(
         "HISTORY.RETENTION_DAYS", 14, E_HISTORY, 1, whole=True, unit="days"
     )
     #: ``PREVIOUS_KEYS``: the main key's predecessors, still served.
-    previous_keys: Key[tuple[str, ...]] = other("PREVIOUS_KEYS", [], "code", convert=tuple)
+    previous_keys: Key[tuple[str, ...]] = Key("PREVIOUS_KEYS", [], "code", convert=tuple)
     #: POSTs a minute per engine, ``None``: no limit.
     throttle_per_minute: Key[int | None] = number(
         "THROTTLE.MAX_REQUESTS_PER_MINUTE",
@@ -268,10 +263,10 @@ class Declared:
         hint="None sends without a limit.",
     )
     #: The ``django.tasks`` backend alias and queue of ``DISPATCH: "tasks"``.
-    tasks_backend: Key[str] = other("TASKS.BACKEND", "default", "name", E_TASKS)
-    tasks_queue: Key[str] = other("TASKS.QUEUE_NAME", "default", "name", E_TASKS)
+    tasks_backend: Key[str] = Key("TASKS.BACKEND", "default", "name", E_TASKS)
+    tasks_queue: Key[str] = Key("TASKS.QUEUE_NAME", "default", "name", E_TASKS)
     #: Render a public URL in-process before it is submitted.
-    preflight_enabled: Key[bool] = other("PREFLIGHT.ENABLED", False, "flag", E_FLAG)
+    preflight_enabled: Key[bool] = Key("PREFLIGHT.ENABLED", False, "flag", E_FLAG)
 
 
 #: Every key, in the order of the setting.
