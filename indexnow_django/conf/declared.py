@@ -217,7 +217,7 @@ class Declared:
     #: Seconds over which flushes are merged into one delivery (0: one job per flush).
     queue_coalesce: Key[float] = number(
         "QUEUE.COALESCE",
-        0,  # <- the default of QUEUE["COALESCE"]
+        0,  # DEFAULT of QUEUE["COALESCE"] (its hint and docs/configuration.md name it too)
         E_QUEUE,
         hint="0, the default, sends each flush in a job of its own; a few seconds (5, say) "
         "merge the flushes of every process into one POST per host and engine.",
@@ -254,7 +254,7 @@ class Declared:
     #: POSTs a minute per engine, ``None``: no limit.
     throttle_per_minute: Key[int | None] = number(
         "THROTTLE.MAX_REQUESTS_PER_MINUTE",
-        60,  # <- the default of THROTTLE["MAX_REQUESTS_PER_MINUTE"]
+        60,  # DEFAULT of THROTTLE["MAX_REQUESTS_PER_MINUTE"] (docs/configuration.md names it too)
         "indexnow.E022",
         1,
         whole=True,
