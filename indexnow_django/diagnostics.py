@@ -948,11 +948,18 @@ def _overdue(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> Non
 
 #: Delivery jobs a minute from which ``indexnow_check`` suggests ``QUEUE["COALESCE"]``.
 COALESCE_FROM_PER_MINUTE = 60
+#: URLs waiting in the outbox longer than this many windows (and at least the seconds
+#: below) are a warning: a window's job should have sent them.
+BACKLOG_WINDOWS = 5
+BACKLOG_MIN_SECONDS = 30
+#: Hosts and engines shown, longest wait first.
+BACKLOG_SHOWN = 20
 
 
 def _coalesce_finding(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
-    """Coalesced delivery: what waits in the window, or whether the rate of jobs calls for it."""
-    from .transports.rq.coalesce import pending_count
+    """Coalesced delivery: what waits in the outboxes, per host and engine, and for how long;
+    or whether the rate of jobs calls for coalescing."""
+    from .transports.rq.coalesce import backlog, pending_count
     from .transports.rq.queue import RATE_MINUTES, jobs_per_minute
 
     queue = state.queue
@@ -965,6 +972,26 @@ def _coalesce_finding(diag: Diagnosis, state: _QueueState, conf: IndexNowSetting
             f"{pending} URL(s) pending",
             pending=pending,
         )
+        stale = max(conf.queue_coalesce * BACKLOG_WINDOWS, BACKLOG_MIN_SECONDS)
+        for host, engine, count, waited in backlog(queue, conf)[:BACKLOG_SHOWN]:
+            late = waited is not None and waited > stale
+            age = "?" if waited is None else f"{waited:.0f} s"
+            diag.add(
+                "jobs",
+                Status.WARN if late else Status.OK,
+                f"{count} URL(s) wait for {host} at {engine}, the oldest for {age}",
+                (
+                    "A window's job sends them: is a worker with the scheduler running "
+                    "(rqworker --with-scheduler), and does the throttle hold them back "
+                    "(THROTTLE['MAX_REQUESTS_PER_MINUTE'])? The worker's log says which."
+                )
+                if late
+                else None,
+                host=host,
+                engine=engine,
+                waiting=count,
+                oldest_seconds=None if waited is None else round(waited, 1),
+            )
         return
     rate = jobs_per_minute(queue)
     if rate < COALESCE_FROM_PER_MINUTE:
@@ -974,8 +1001,9 @@ def _coalesce_finding(diag: Diagnosis, state: _QueueState, conf: IndexNowSetting
         Status.WARN,
         f"{rate:.0f} delivery jobs a minute over the last {RATE_MINUTES} minutes, each its own "
         "POST per host and engine",
-        "Set QUEUE['COALESCE'] to a few seconds (5, say): the flushes of every process within "
-        "that window become one job and one POST per host and engine, for that much latency.",
+        "Set QUEUE['COALESCE'] back to a few seconds (2, the default): the flushes of every "
+        "process within that window become one job and one POST per host and engine, for "
+        "that much latency.",
         jobs_per_minute=rate,
     )
 

@@ -86,10 +86,13 @@ def test_a_url_pending_twice_is_one_entry_with_its_last_side(indexnow_settings, 
     dispatch([url(1), url(2)])
     dispatch([url(1)], gone=[url(1)])
     queue = get_queue(get_settings())
-    assert redis_conn.hgetall(coalesce.pending_key(queue.name)) == {
+    entries = redis_conn.hgetall(coalesce.pending_key(queue.name))
+    assert {url: value.split(b":")[0] for url, value in entries.items()} == {
         url(1).encode(): b"g",
         url(2).encode(): b"p",
     }
+    # With when each was added (whole seconds), for indexnow_check's oldest wait.
+    assert all(abs(int(value.split(b":")[1]) - time.time()) < 60 for value in entries.values())
 
 
 def test_a_forced_flush_is_a_job_of_its_own(indexnow_settings, redis_conn):

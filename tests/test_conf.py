@@ -1,5 +1,6 @@
-"""The settings object's hosts (``conf.py``): from ``HOSTS`` as a dotted path to a callable and
-from apps' ``indexnow_hosts()``, read again within seconds by every process."""
+"""The settings object (``conf/``): every key a site sets reaches its attribute, the keys
+declared once; and its hosts (``conf/hosts.py``), from ``HOSTS`` as a dotted path to a
+callable and from apps' ``indexnow_hosts()``, read again within seconds by every process."""
 
 from __future__ import annotations
 
@@ -10,26 +11,154 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
 import requests
 from django.apps import apps
 from django.contrib.sites.models import Site
+from django.core import checks
 
-from indexnow_django import batch, conf
+from indexnow_django import batch
+from indexnow_django import conf as conf_package
+from indexnow_django.checks import check_settings
 from indexnow_django.conf import get_settings
+from indexnow_django.conf import hosts as live_hosts
 from indexnow_django.delivery.send import deliver_now
+from indexnow_django.protocol.client import RetryPolicy, resolve_engine
 from tests import services
 from tests.testapp.tenants import tenant_key
 
 TENANTS = "tests.testapp.tenants.hosts"
 
 
+# --------------------------------------------------------------------------- every key
+
+#: Every key a site can set, a value other than its default, the attribute of the
+#: settings object that holds it, and what that attribute then is.
+EVERY_KEY: list[tuple[str, str | None, Any, str, Any]] = [
+    ("KEY", None, "site-key-12345678", "key", "site-key-12345678"),
+    ("KEY_LOCATION", None, "https://cdn.example.com/k.txt", "key_location", None),
+    ("BASE_URL", None, "https://www.example.com", "base_url_setting", "https://www.example.com"),
+    ("HOSTS", None, ["www.example.com", "blog.example.com"], "hosts_setting", None),
+    ("ENGINES", None, ["bing", "indexnow", "bing"], "engines", None),
+    ("ENABLED", None, False, "enabled", False),
+    ("DRY_RUN", None, True, "dry_run", True),
+    ("DISPATCH", None, "tasks", "dispatch", "tasks"),
+    ("QUEUE", "NAME", "indexnow", "queue_name", "indexnow"),
+    ("QUEUE", "DELAY", 2.5, "queue_delay", 2.5),
+    ("QUEUE", "TIMEOUT", 30, "queue_timeout", 30),
+    ("QUEUE", "FAILURE_TTL", 3600, "queue_failure_ttl", 3600),
+    ("QUEUE", "RESULT_TTL", 600, "queue_result_ttl", 600),
+    ("QUEUE", "COALESCE", 5, "queue_coalesce", 5),
+    ("RETRY", "MAX_ATTEMPTS", 5, "retry", None),
+    ("RETRY", "BASE_DELAY", 30, "retry", None),
+    ("RETRY", "MULTIPLIER", 3.0, "retry", None),
+    ("RETRY", "MAX_DELAY", 600, "retry", None),
+    ("RETRY", "SERVER_ERROR_DELAY", 1, "retry", None),
+    ("BATCH", "MAX_URLS", 500, "max_urls", 500),
+    ("DEBOUNCE", "CACHE", "shared", "debounce_cache", "shared"),
+    ("DEBOUNCE", "TTL", 0, "debounce_ttl", 0),
+    ("HTTP", "TIMEOUT", 2.5, "http_timeout", 2.5),
+    ("HISTORY", "ENABLED", False, "history_enabled", False),
+    ("HISTORY", "RETENTION_DAYS", 3, "history_retention_days", 3),
+    ("PREVIOUS_KEYS", None, ["old-key-12345678"], "previous_keys", ("old-key-12345678",)),
+    ("THROTTLE", "MAX_REQUESTS_PER_MINUTE", None, "throttle_per_minute", None),
+    ("TASKS", "BACKEND", "other", "tasks_backend", "other"),
+    ("TASKS", "QUEUE_NAME", "indexnow", "tasks_queue", "indexnow"),
+    ("PREFLIGHT", "ENABLED", True, "preflight_enabled", True),
+]
+
+
+def test_every_key_a_site_sets_reaches_the_settings_object(settings: Any) -> None:
+    raw: dict[str, Any] = {}
+    for name, sub, value, _, _ in EVERY_KEY:
+        if sub is None:
+            raw[name] = value
+        else:
+            raw.setdefault(name, {})[sub] = value
+    raw["KEY_LOCATION"] = "https://cdn.example.com/k.txt"
+    settings.INDEXNOW = raw
+    settings.TASKS = {"other": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    conf = get_settings(resolve_hosts=False)
+
+    for name, sub, value, attr, expected in EVERY_KEY:
+        if expected is not None or value is None:
+            assert getattr(conf, attr) == expected, (name, sub)
+    assert conf.key_location == "https://cdn.example.com/k.txt"
+    assert conf.hosts_setting == ["www.example.com", "blog.example.com"]
+    assert conf.engines == (resolve_engine("bing"), resolve_engine("indexnow"))
+    assert conf.retry == RetryPolicy(
+        max_attempts=5, base_delay=30, multiplier=3.0, max_delay=600, server_error_delay=1
+    )
+    # The settings object is frozen, and the site's dict is left as it was.
+    with pytest.raises(FrozenInstanceError):
+        conf.queue_result_ttl = 0  # type: ignore[misc]
+    assert raw["QUEUE"] == {
+        "NAME": "indexnow", "DELAY": 2.5, "TIMEOUT": 30, "FAILURE_TTL": 3600, "RESULT_TTL": 600,
+        "COALESCE": 5,
+    }  # fmt: skip
+
+
+def test_the_defaults_are_the_attributes_of_a_site_that_sets_only_its_key(
+    settings: Any,
+) -> None:
+    settings.INDEXNOW = {"KEY": "site-key-12345678", "BASE_URL": "https://www.example.com"}
+    conf = get_settings(resolve_hosts=False)
+
+    assert (conf.preflight_enabled, conf.queue_result_ttl, conf.history_enabled) == (
+        False,
+        0,
+        True,
+    )
+    assert conf.throttle_per_minute == conf_package.DEFAULTS["THROTTLE"]["MAX_REQUESTS_PER_MINUTE"]
+    assert conf.queue_coalesce == conf_package.DEFAULTS["QUEUE"]["COALESCE"]
+    assert conf.engines == (resolve_engine("indexnow"),)
+    assert conf.retry == RetryPolicy(3, 60, 2.0, 3600, 5)
+
+
+def test_preflight_is_checked_like_every_other_switch(settings: Any) -> None:
+    valid = {"KEY": "site-key-12345678", "BASE_URL": "https://www.example.com"}
+    settings.INDEXNOW = {**valid, "PREFLIGHT": {"ENABLED": "yes"}}
+    assert check_settings() == [
+        checks.Error(
+            "INDEXNOW['PREFLIGHT']['ENABLED'] must be True or False, not 'yes'.",
+            id="indexnow.E010",
+        )
+    ]
+    settings.INDEXNOW = {**valid, "PREFLIGHT": True}
+    assert check_settings() == [
+        checks.Error(
+            "INDEXNOW['PREFLIGHT'] must be a dict, not bool.",
+            hint="Allowed keys: ENABLED.",
+            id="indexnow.E012",
+        )
+    ]
+
+
+def test_a_cache_alias_that_is_not_a_name_is_reported_not_raised(settings: Any) -> None:
+    settings.INDEXNOW = {
+        "KEY": "site-key-12345678",
+        "BASE_URL": "https://www.example.com",
+        "DEBOUNCE": {"CACHE": ["shared"]},
+    }
+    assert check_settings() == [
+        checks.Error(
+            "INDEXNOW['DEBOUNCE']['CACHE'] is ['shared'], which is not in CACHES.",
+            hint="Use one of: 'default', 'shared'.",
+            id="indexnow.E017",
+        )
+    ]
+
+
+# --------------------------------------------------------------------------- the hosts
+
+
 @pytest.fixture
 def quick_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(conf, "HOSTS_REFRESH_SECONDS", 0.3)
-    monkeypatch.setattr(conf, "HOSTS_REREAD_SECONDS", 0.0)
+    monkeypatch.setattr(live_hosts, "HOSTS_REFRESH_SECONDS", 0.3)
+    monkeypatch.setattr(live_hosts, "HOSTS_REREAD_SECONDS", 0.0)
 
 
 @pytest.mark.django_db
@@ -53,7 +182,7 @@ def test_a_tenant_added_at_run_time_is_submitted_with_its_own_key(
 def test_the_hosts_are_read_again_after_a_few_seconds_not_at_each_use(
     indexnow_settings: Any, monkeypatch: pytest.MonkeyPatch, django_assert_num_queries: Any
 ) -> None:
-    monkeypatch.setattr(conf, "HOSTS_REFRESH_SECONDS", 0.5)
+    monkeypatch.setattr(live_hosts, "HOSTS_REFRESH_SECONDS", 0.5)
     indexnow_settings(HOSTS=TENANTS)
     get_settings().hosts  # noqa: B018
     Site.objects.create(domain="later.tenants.test", name="later")

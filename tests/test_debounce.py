@@ -12,6 +12,7 @@ import pytest
 import redis
 from django.core.cache import caches
 
+from indexnow_django.conf import get_settings
 from indexnow_django.delivery.debounce import DebounceStore
 from indexnow_django.protocol.client import Engine
 from indexnow_django.testing import Reply
@@ -374,11 +375,13 @@ def test_a_new_save_after_a_work_horse_was_killed_mid_post_sends(
 def test_the_request_path_makes_one_redis_round_trip_per_flush_and_none_without_change(
     client, indexnow_settings, redis_conn, monkeypatch
 ):
-    """A request that saves makes exactly one Redis round trip (the enqueue; the
-    debounce store is only read by workers); one that changes nothing makes none."""
+    """A request that saves makes exactly one Redis round trip (the URLs into the
+    coalescing window's outbox; the debounce store is only read by workers); one that
+    changes nothing makes none."""
     from redis.connection import AbstractConnection
 
-    from tests.rqhelpers import queue_job_ids
+    from indexnow_django.transports.rq.coalesce import pending_count
+    from indexnow_django.transports.rq.queue import get_queue
     from tests.testapp.models import Post
 
     indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "shared", "TTL": 600})
@@ -396,7 +399,9 @@ def test_the_request_path_makes_one_redis_round_trip_per_flush_and_none_without_
     assert client.get(f"/posts/{post.pk}/save/").status_code == 200
     monkeypatch.setattr(AbstractConnection, "send_packed_command", original)
     assert len(sent) == 1, sent
-    assert len(queue_job_ids(redis_conn)) == 1
+    queue = get_queue(get_settings())
+    assert pending_count(queue) == 1
+    assert len(queue.scheduled_job_registry.get_job_ids()) == 1  # the window's job
 
     monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
     sent.clear()

@@ -57,7 +57,7 @@ def closed_queue(**options: Any) -> dict[str, Any]:
 
 
 def test_one_flush_is_one_job_of_plain_strings(indexnow_settings, redis_conn, caplog, engine):
-    indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 42})
+    indexnow_settings(DISPATCH="queue", QUEUE={"COALESCE": 0, "TIMEOUT": 42})
     before = time.time()
     with caplog.at_level(logging.INFO, logger="indexnow_django"):
         dispatch(["/a/", "https://WWW.example.com/b/#top", "/a/"])
@@ -91,7 +91,7 @@ def test_force_travels_with_the_job(indexnow_settings, redis_conn):
 
 
 def test_auto_means_queue_when_the_queue_is_configured(indexnow_settings, redis_conn, engine):
-    indexnow_settings(DISPATCH="auto")
+    indexnow_settings(DISPATCH="auto", QUEUE={"COALESCE": 0})
     dispatch(["/a/"])
     assert len(queue_job_ids(redis_conn)) == 1
     assert engine.posts == []
@@ -110,7 +110,7 @@ def test_enqueued_at_once_inside_a_transaction_whatever_commit_mode_says(
 ):
     """django-rq defers an enqueue inside atomic() by default; the flush comes after commit."""
     settings.RQ = {**settings.RQ, "COMMIT_MODE": "on_db_commit"}
-    indexnow_settings(DISPATCH="queue")
+    indexnow_settings(DISPATCH="queue", QUEUE={"COALESCE": 0})
     with transaction.atomic():
         dispatch(["/a/"])
         assert len(queue_job_ids(redis_conn)) == 1
@@ -390,7 +390,7 @@ def test_a_redis_that_never_answers_costs_one_flush_its_timeout(
 
 
 def test_flushes_share_one_redis_client(indexnow_settings, redis_conn):
-    indexnow_settings(DISPATCH="queue")
+    indexnow_settings(DISPATCH="queue", QUEUE={"COALESCE": 0})
     stats_before = redis_conn.info("stats")["total_connections_received"]
     for _ in range(5):
         dispatch(["/a/"])

@@ -39,7 +39,7 @@ def test_a_heartbeat_lasts_what_the_environment_says(
         monkeypatch.delenv("INDEXNOW_HEARTBEAT_TTL", raising=False)
     else:
         monkeypatch.setenv("INDEXNOW_HEARTBEAT_TTL", variable)
-    indexnow_settings(DISPATCH="queue")
+    indexnow_settings(DISPATCH="queue", QUEUE={"COALESCE": 0})
     dispatch(["/a/"])
     job = only_queued_job(redis_conn)
     with rq_plumbing.heartbeat(job):
@@ -48,7 +48,7 @@ def test_a_heartbeat_lasts_what_the_environment_says(
 
 
 def test_every_job_gets_the_timeout_rounded_up_and_the_failure_ttl(indexnow_settings, redis_conn):
-    indexnow_settings(DISPATCH="queue", QUEUE={"TIMEOUT": 1.5, "FAILURE_TTL": 3600})
+    indexnow_settings(DISPATCH="queue", QUEUE={"COALESCE": 0, "TIMEOUT": 1.5, "FAILURE_TTL": 3600})
     dispatch(["/a/"])
     delivery = only_queued_job(redis_conn)
     publication = schedule_now(Publication("testapp.post", 1, int(time.time()) + 3600))
@@ -84,7 +84,7 @@ def test_a_due_time_is_never_early():
 
 
 def test_a_delayed_flush_is_scheduled_no_earlier_than_the_delay(indexnow_settings, redis_conn):
-    indexnow_settings(DISPATCH="queue", QUEUE={"DELAY": 2.5})
+    indexnow_settings(DISPATCH="queue", QUEUE={"COALESCE": 0, "DELAY": 2.5})
     before = time.time()
     dispatch(["/a/"])
     registry = ScheduledJobRegistry("default", connection=redis_conn)

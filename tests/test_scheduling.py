@@ -38,7 +38,8 @@ BASE = "https://www.example.com"
 
 @pytest.fixture(autouse=True)
 def _queue_dispatch(indexnow_settings: Any, redis_conn: Any) -> None:
-    indexnow_settings(DISPATCH="queue", DEBOUNCE={"TTL": 0})
+    # The tests run the delivery jobs themselves: a job per flush, no coalescing window.
+    indexnow_settings(DISPATCH="queue", DEBOUNCE={"TTL": 0}, QUEUE={"COALESCE": 0})
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ every process at once; a command waits and says so, a worker's job defers itself
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from io import StringIO
@@ -14,10 +15,14 @@ import redis
 from django.core.management import call_command
 from rq.job import Job
 
+from indexnow_django.compat import CACHE_REDIS_TIMEOUT
+from indexnow_django.conf import DEFAULTS, get_settings
+from indexnow_django.delivery.send import deliver_now
 from indexnow_django.delivery.throttle import Throttle
 from indexnow_django.dispatch import dispatch
 from indexnow_django.protocol.client import Engine
 from indexnow_django.testing import LoopbackEngine
+from tests import services
 from tests.rqhelpers import FAST_RETRY, finished_ids, wait_for_count
 
 BASE = "https://www.example.com"
@@ -162,3 +167,47 @@ def test_no_minute_holds_more_than_the_budget_even_for_a_late_sender() -> None:
     assert throttle.admit(engine, "tenant.example.com") == 0  # a budget of its own
     # The cache API has no count: its slots alone decide.
     assert Throttle("default", 2).admit(engine, host) == 0
+
+
+@pytest.mark.slow
+def test_a_frozen_redis_costs_one_timeout_not_one_per_post_at_the_shipped_throttle(
+    engine: LoopbackEngine,
+    indexnow_settings: Callable[..., Any],
+    private_redis: services.RedisServer,
+    settings: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The debounce cache's Redis (where the throttle keeps its slots and its count) frozen
+    with SIGSTOP: after the first call times out, taking a slot and counting the POST both
+    skip that Redis, so the POSTs go out unthrottled at once instead of each waiting for
+    the cache's timeout."""
+    settings.CACHES = {
+        **settings.CACHES,
+        "frozen": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"{private_redis.url}/1",
+        },
+    }
+    # THROTTLE as shipped (the suite turns it off); one URL per POST.
+    indexnow_settings(DEBOUNCE={"CACHE": "frozen", "TTL": 600}, THROTTLE={}, BATCH={"MAX_URLS": 1})
+    shipped = DEFAULTS["THROTTLE"]["MAX_REQUESTS_PER_MINUTE"]
+    assert shipped is not None
+    assert get_settings().throttle_per_minute == shipped
+    deliver_now(["/warm/"])  # the connections are made: then frozen
+    engine.reset()
+    urls = [f"{BASE}/p{n}/" for n in range(4)]
+
+    private_redis.freeze()
+    try:
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="indexnow_django"):
+            report = deliver_now(urls)
+        took = time.monotonic() - started
+    finally:
+        private_redis.thaw()
+
+    assert sorted(engine.posted_urls()) == urls
+    assert [result.accepted for result in report.results] == [True] * 4
+    # One timeout (the first call to the frozen Redis), not one more per POST.
+    assert took < CACHE_REDIS_TIMEOUT + 1.5, f"{took:.1f}s for 4 POSTs"
+    assert "sent unthrottled" in caplog.text

@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from .. import signals
@@ -331,22 +331,24 @@ class _Sender:
             return post.send(client, claim)
 
         workers = min(POST_CONCURRENCY, len(posts))
-        in_flight: deque[tuple[Claim, Future[PostResult]]] = deque()
+        in_flight: dict[Future[PostResult], Claim] = {}
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="indexnow-post") as pool:
             for post in posts:
                 while len(in_flight) >= workers:
-                    self.settle(*_done(in_flight.popleft()))
+                    self.settle_answered(in_flight)
                 claim = self.prepare(post, deadline)
                 if claim is not None:
-                    in_flight.append((claim, pool.submit(send, post, claim)))
+                    in_flight[pool.submit(send, post, claim)] = claim
             while in_flight:
-                self.settle(*_done(in_flight.popleft()))
+                self.settle_answered(in_flight)
 
-
-def _done(posted: tuple[Claim, Future[PostResult]]) -> tuple[Claim, PostResult]:
-    """A POST in flight, once it has an answer."""
-    claim, future = posted
-    return claim, future.result()
+    def settle_answered(self, in_flight: dict[Future[PostResult], Claim]) -> None:
+        """Settle the POSTs in flight that have their answer, as soon as the first has: an
+        accepted POST is recorded while a slower one still waits, so that a worker that dies
+        then sends again only what no engine took."""
+        answered, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+        for future in answered:
+            self.settle(in_flight.pop(future), future.result())
 
 
 def _throttle(

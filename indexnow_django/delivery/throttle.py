@@ -9,8 +9,8 @@ process, worker and command, so that whoever sends, the engine gets its
 requests evenly spaced and never more than the budget in any minute. The slot
 says how long to wait: 0 when the engine has been quiet, more when others sent
 just before. The sender then either waits (a command, a synchronous send: in
-its own process) or, in an rq worker, lets its job defer the POST to the slot
-through rq's scheduler, so that no worker sleeps (see :mod:`indexnow_django.jobs`).
+its own process) or, in a worker, gives the POST back to its transport, due at
+the slot, so that no worker sleeps (see :mod:`indexnow_django.delivery.run`).
 
 On Redis the POSTs sent in the last minute are also counted, at the slot: a
 sender that comes to its slot late (a deferred job runs when rq's scheduler,
@@ -26,6 +26,9 @@ of the interval: a POST there waits for the next slot to start, up to one
 interval even when the engine was quiet. When the
 cache cannot be reached the POST goes out unthrottled, and a warning says so:
 the throttle protects the engine's patience, never at the cost of a delivery.
+Taking a slot and counting a POST go through one path under the Redis breaker
+(:func:`~indexnow_django.delivery.breaker.guard`): once a call to a frozen Redis timed
+out, both skip it for a while instead of each POST waiting for the timeout.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from django.core.cache import BaseCache, caches
 
@@ -101,29 +106,13 @@ class Throttle:
     def take(self, engine: Engine, host: str) -> float:
         """Take the next slot of ``engine`` for ``host``; return the seconds until it starts
         (0: now)."""
-        if not self.enabled:
-            return 0.0
-        key = self._key(engine, host)
-        try:
-            cache = caches[self.cache_alias]
-            target = redis_cache_client(cache)
-            if target is not None:
-                client, make_key = target
-                with guard(client):  # a Redis that timed out is skipped for a while
-                    waited = client.eval(_TAKE_SLOT, 0, make_key(key), round(self.interval * 1000))
-                return max(0.0, int(waited) / 1000)
-            return self._take_through_cache_api(cache, key)
-        except Exception as exc:
-            logger.warning(
-                "IndexNow throttle cache %r unavailable (%s: %s): engine=%s host=%s sent "
-                "unthrottled",
-                self.cache_alias,
-                type(exc).__name__,
-                exc,
-                engine.name,
-                host,
-            )
-            return 0.0
+        interval_ms = round(self.interval * 1000)
+        return self._guarded(
+            engine,
+            host,
+            lambda client, make_key, key: client.eval(_TAKE_SLOT, 0, make_key(key), interval_ms),
+            self._take_through_cache_api,
+        )
 
     def admit(self, engine: Engine, host: str) -> float:
         """At the POST's slot: 0 when fewer than the budget went out in the last minute
@@ -134,15 +123,39 @@ class Throttle:
         moment after it) and the next one is on time. Redis only: through the cache
         API the slots alone decide.
         """
+        budget = self.per_minute
+        return self._guarded(
+            engine,
+            host,
+            lambda client, make_key, key: client.eval(
+                _ADMIT, 0, make_key(key + ":sent"), budget, 60_000, uuid.uuid4().hex
+            ),
+            lambda cache, key: 0.0,
+        )
+
+    def _guarded(
+        self,
+        engine: Engine,
+        host: str,
+        on_redis: Callable[[Any, Callable[[str], str], str], Any],
+        through_cache_api: Callable[[BaseCache, str], float],
+    ) -> float:
+        """The one path of :meth:`take` and :meth:`admit`: ``on_redis(client, make_key,
+        key)`` (a script's milliseconds) under the Redis breaker, so that a Redis that timed
+        out is skipped for a while by both, else ``through_cache_api(cache, key)``; 0 when
+        there is no limit or the cache cannot be reached (the POST goes out unthrottled,
+        and a warning says so)."""
         if not self.enabled:
             return 0.0
+        key = self._key(engine, host)
         try:
-            target = redis_cache_client(caches[self.cache_alias])
+            cache = caches[self.cache_alias]
+            target = redis_cache_client(cache)
             if target is None:
-                return 0.0
+                return through_cache_api(cache, key)
             client, make_key = target
-            key = make_key(self._key(engine, host) + ":sent")
-            waited = client.eval(_ADMIT, 0, key, self.per_minute, 60_000, uuid.uuid4().hex)
+            with guard(client):
+                waited = on_redis(client, make_key, key)
             return max(0.0, int(waited) / 1000)
         except Exception as exc:
             logger.warning(

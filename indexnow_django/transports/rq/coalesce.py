@@ -5,8 +5,8 @@ Time is cut into windows of ``QUEUE["COALESCE"]`` seconds (window ``w`` is
 window ``w`` makes one Redis round trip (:func:`add_to_window`, one Lua script):
 
 * its URLs go into the queue's outbox, a Redis hash (``indexnow:pending:<queue>``,
-  URL → ``p`` public or ``g`` gone and the time it was added: a URL pending twice
-  is one entry, its last side wins);
+  URL → ``p`` public or ``g`` gone, the time it was added and the time it is due:
+  a URL pending twice is one entry, its last side wins);
 * the window's job, :func:`indexnow_django.transports.rq.jobs.deliver_window`, is
   put in rq's scheduled job registry at the end of the window (plus
   ``QUEUE["DELAY"]``) under the id ``indexnow-window-<queue>-<w>``, unless it is
@@ -22,7 +22,8 @@ the same host and engine, for whatever reason, go out together, up to
 ``BATCH["MAX_URLS"]`` per POST.
 
 When the window's job runs, :func:`take_pending` reads every outbox and, in one
-transaction, puts each in one ordinary delivery job (at the front of the queue)
+transaction, puts what is due in each (every URL of a host one of whose URLs is
+due) in one ordinary delivery job (at the front of the queue)
 and removes from it exactly what it read (an entry added again meanwhile stays).
 Those delivery jobs are like any other: debounce, one POST per host batch and
 engine, retries per engine through rq's scheduler, a heartbeat, and a worker's
@@ -143,15 +144,19 @@ def _outboxes_key(queue_name: str) -> str:
     return f"indexnow:outboxes:{queue_name}"
 
 
-def _value(side: str, now: float) -> str:
-    """An outbox entry's value: the side, and when it was added (whole seconds)."""
-    return f"{side}:{int(now)}"
+def _value(side: str, now: float, due: float) -> str:
+    """An outbox entry's value: the side, when it was added and when it is due (whole
+    seconds)."""
+    return f"{side}:{int(now)}:{math.ceil(due)}"
 
 
-def _side_and_time(value: Any) -> tuple[str, float | None]:
+def _entry(value: Any) -> tuple[str, float | None, float]:
+    """An outbox entry's side, when it was added (``None``: not said) and when it is due."""
     text = value.decode() if isinstance(value, bytes) else str(value)
-    side, _, added = text.partition(":")
-    return side, float(added) if added.isdigit() else None
+    side, *times = text.split(":")
+    added = float(times[0]) if times and times[0].isdigit() else None
+    due = float(times[1]) if len(times) > 1 and times[1].isdigit() else 0.0
+    return side, added, due
 
 
 def _job_id_part(name: str) -> str:
@@ -214,9 +219,10 @@ def add_to_window(
     Returns the id of the job that will send them. Raises on Redis errors.
     """
     now = time.time() if now is None else now
-    window = window_of(max(now, due or 0), conf)
+    due = max(now, due or 0)
+    window = window_of(due, conf)
     gone_set = set(gone)
-    public, gone_value = _value(PUBLIC, now), _value(GONE, now)
+    public, gone_value = _value(PUBLIC, now, due), _value(GONE, now, due)
     pairs: list[str] = []
     for url in urls:
         pairs += [url, gone_value if url in gone_set else public]
@@ -279,14 +285,22 @@ def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
             urls: list[str] = []
             gone: list[str] = []
             pairs: list[Any] = []
-            for raw_url, value in entries.items():
+            for raw_url, value in _due_hosts(entries, time.time()):
                 url = raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url)
                 urls.append(url)
-                if _side_and_time(value)[0] == GONE:
+                if _entry(value)[0] == GONE:
                     gone.append(url)
                 pairs += [raw_url, value]
-            engines = None if engine is None else (engine,)
-            job = delivery_job(queue, Parcel.of(urls, gone=gone, engines=engines), conf=conf)
+            if not urls:
+                continue  # due later: the window job of its moment takes it
+            if engine is None:
+                parcel = Parcel.of(urls, gone=gone)
+            else:
+                # What waits for one engine was held back at a slot of the throttle taken
+                # then (or never tried): it is due now, within the engine's budget for the
+                # last minute, without taking another slot behind those it took.
+                parcel = Parcel.of(urls, gone=gone, engines=(engine,), slot=time.time())
+            job = delivery_job(queue, parcel, conf=conf)
             queue.enqueue_job(job, pipeline=pipe, at_front=True)
             for start in range(0, len(pairs), 2 * _CHUNK):
                 take(keys=[key], args=pairs[start : start + 2 * _CHUNK], client=pipe)
@@ -294,6 +308,20 @@ def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
             count += len(urls)
         pipe.execute()
     return jobs, count
+
+
+def _due_hosts(entries: dict[Any, Any], now: float) -> list[tuple[Any, Any]]:
+    """The entries of the hosts that have one due: a host's URLs go out together, so what
+    was added for it later (held back behind a later slot, say) joins what is due."""
+    from ...protocol.normalize import host_of
+
+    by_host: dict[str, list[tuple[Any, Any]]] = {}
+    due: dict[str, float] = {}
+    for raw_url, value in entries.items():
+        host = host_of(raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url))
+        by_host.setdefault(host, []).append((raw_url, value))
+        due[host] = min(due.get(host, math.inf), _entry(value)[2])
+    return [entry for host, found in by_host.items() if due[host] <= now + 1 for entry in found]
 
 
 def pending_count(queue: Queue) -> int:
@@ -317,7 +345,7 @@ def backlog(queue: Queue, conf: IndexNowSettings) -> list[tuple[str, str, int, f
         wanted = list(names) if engine is None else [engine]
         for raw_url, value in queue.connection.hscan_iter(pending_key(queue.name, engine)):
             url = raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url)
-            added = _side_and_time(value)[1]
+            added = _entry(value)[1]
             for endpoint in wanted:
                 row = found.setdefault((host_of(url), names.get(endpoint, endpoint)), [0, None])
                 row[0] += 1
