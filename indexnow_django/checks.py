@@ -97,24 +97,50 @@ def check_queue_wiring(
         cache = caches[conf.debounce_cache]
         if isinstance(cache, (LocMemCache, DummyCache)):
             effect = "nothing is debounced, even with a single worker"
+            hint = (
+                "Point DEBOUNCE['CACHE'] at a cache that workers share, such as Django's "
+                "RedisCache."
+            )
             if isinstance(cache, DummyCache):
                 kind = "keeps nothing"
-            elif conf.resolved_dispatch == "tasks":  # django-tasks-db's worker does not fork
-                kind = "is local to each process"
-                effect = "one worker cannot tell which URLs another one sent"
+            elif conf.resolved_dispatch == "tasks" and not _tasks_fork():
+                # db_worker (or the process that enqueues) runs every task in itself.
+                kind = "is local to each process that runs tasks"
+                effect = (
+                    "each worker debounces only what it sent itself (and forgets it when it "
+                    "restarts), so with more than one worker an engine may receive a URL again "
+                    "from another"
+                )
+                hint = (
+                    "With a single db_worker this is enough: silence it with "
+                    "SILENCED_SYSTEM_CHECKS = ['indexnow.W002']. With several workers, point "
+                    "DEBOUNCE['CACHE'] at a cache they share (DatabaseCache, RedisCache)."
+                )
             else:
                 kind = "is local to each process, and rq's worker runs each job in a new process"
+            if effect.startswith("nothing"):
+                effect += ", so an engine receives a URL again at every save"
             messages.append(
                 checks.Warning(
                     f"INDEXNOW['DEBOUNCE']['CACHE'] is {conf.debounce_cache!r} "
-                    f"({type(cache).__name__}), which {kind}: {effect}, so an engine receives "
-                    "a URL again at every save.",
-                    hint="Point DEBOUNCE['CACHE'] at a cache that workers share, such as "
-                    "Django's RedisCache.",
+                    f"({type(cache).__name__}), which {kind}: {effect}.",
+                    hint=hint,
                     id="indexnow.W002",
                 )
             )
     return messages
+
+
+def _tasks_fork() -> bool:
+    """Whether the task backend's worker runs each task in a new process (django-tasks-rq's
+    rq worker), so that a per-process cache keeps nothing from one task to the next."""
+    from .taskqueue import backend
+
+    try:
+        task_backend = backend(get_settings(resolve_hosts=False))
+    except Exception:  # check_tasks_wiring reports a backend that cannot be loaded
+        return False
+    return type(task_backend).__module__.split(".")[0] == "django_tasks_rq"
 
 
 def _has_middleware() -> bool:
