@@ -17,9 +17,11 @@ were its URLs last accepted, and by which engines (:func:`last_accepted`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -101,6 +103,9 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
     job_id, queue, job_attempt = _current_job()
     if attempt is None:
         attempt = job_attempt if job_id else _attempt_in_process(batch_id, result)
+    task = _current_task.get()
+    if not job_id and task is not None:
+        job_id, queue = task[0], f"{TASK_QUEUE_PREFIX}{task[1]}"
     using = router.db_for_write(Delivery)
     with transaction.atomic(using=using):  # a savepoint inside a caller's transaction
         Delivery.objects.using(using).create(
@@ -118,6 +123,25 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
             queue=queue,
             urls=Delivery.URL_SEPARATOR.join(result.urls),
         )
+
+
+#: The start of :attr:`Delivery.queue` for a POST sent by a ``django.tasks`` task: its
+#: :attr:`Delivery.job_id` is then the task's id, the rest the task's backend alias.
+TASK_QUEUE_PREFIX = "task:"
+
+_current_task: ContextVar[tuple[str, str] | None] = ContextVar(
+    "indexnow_current_task", default=None
+)
+
+
+@contextlib.contextmanager
+def in_task(task_id: str, backend: str) -> Iterator[None]:
+    """The POSTs recorded inside the block were sent by the task ``task_id`` of ``backend``."""
+    token = _current_task.set((task_id, backend))
+    try:
+        yield
+    finally:
+        _current_task.reset(token)
 
 
 def attempt_of(batch_id: str, result: PostResult) -> int:

@@ -69,8 +69,11 @@ def _deliver(
 ) -> dict[str, Any]:
     """The delivery task: send ``urls``; retries and throttled POSTs become new tasks (see
     the module). ``slot``: the throttle's slot this task was deferred to."""
+    from .history import in_task
+
     conf = get_settings()
-    with _heartbeat(context.task_result):
+    task_result = context.task_result
+    with _heartbeat(task_result), in_task(str(task_result.id), task_result.backend):
         return run_delivery(
             urls,
             gone=gone,
