@@ -322,9 +322,10 @@ def test_five_hundred_hosts_key_files_are_fetched_a_few_at_a_time(
 def test_a_flush_on_every_host_close_to_the_job_timeout_warns(
     queue_settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
 ) -> None:
+    from indexnow_django.client import endpoint_name
     from tests.conftest import make_delivery
 
-    engine_name = queue_settings.INDEXNOW["ENGINES"][0].split("/")[2]
+    engine_name = endpoint_name(queue_settings.INDEXNOW["ENGINES"][0])
     for _ in range(3):
         make_delivery(engine=engine_name, duration=0.3)
     indexnow_settings(HOSTS=[f"t{i}.tenants.test" for i in range(200)], QUEUE={"TIMEOUT": 10})
