@@ -383,7 +383,7 @@ class DeliveryAdmin(_ModelAdmin):
 
     @admin.display(description=_("engine"), ordering="engine")
     def engine_name(self, obj: Delivery) -> str:
-        return format_html('<span title="{0}" style="{1}">{0}</span>', obj.engine, _CLIPPED % 12)
+        return format_html('<span title="{0}" style="{1}">{0}</span>', obj.engine, _CLIPPED % 9)
 
     @admin.display(description=_("first URL"))
     def first_url(self, obj: Delivery) -> str:
@@ -397,7 +397,7 @@ class DeliveryAdmin(_ModelAdmin):
         return format_html(
             '<span title="{0}" style="{1}">{0}</span>{2}',
             first,
-            _CLIPPED % 18,
+            _CLIPPED % 16,
             format_html(" <small>(+{})</small>", more) if more > 0 else "",
         )
 
