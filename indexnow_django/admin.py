@@ -23,6 +23,7 @@ from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.db.models.functions import Substr
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import select_template
 from django.template.response import TemplateResponse
@@ -66,6 +67,18 @@ OUTCOME_COLOURS = {
 
 #: Seconds the detail page waits for Redis when it looks a job up.
 JOB_LOOKUP_TIMEOUT = 1.0
+
+#: When a POST was sent, on its record and in the list's tooltip (24 hours, seconds) ...
+SENT_FORMAT = "M j, Y, H:i:s"
+#: ... and in the list, where the year is left out: the history keeps days.
+SENT_FORMAT_IN_LIST = "M j, H:i:s"
+#: Characters of a record's URL text the list reads for its first URL.
+FIRST_URL_READ = 2000
+#: A cell of the list at most that many ems wide, clipped with an ellipsis.
+_CLIPPED = (
+    "display:inline-block;max-width:%dem;overflow:hidden;text-overflow:ellipsis;"
+    "white-space:nowrap;vertical-align:bottom"
+)
 
 
 def _how_sent(conf: IndexNowSettings) -> str:
@@ -182,6 +195,30 @@ def _job_status(queue: str, job_id: str) -> str:
     return str(getattr(status, "value", status) or "gone")
 
 
+def _task_html(task_id: str, backend: str) -> str:
+    """A ``django.tasks`` task: its id, and with django-tasks-db its state and admin page."""
+    try:
+        from django_tasks_db.models import DBTaskResult
+    except ImportError:
+        return format_html("task {} ({})", task_id, _("backend {}").format(backend))
+    try:
+        row = DBTaskResult.objects.filter(pk=task_id).values_list("status", flat=True).first()
+    except Exception:  # not a UUID, no table
+        row = None
+    if row is None:
+        return format_html("task {} ({})", task_id, _("no longer kept by django-tasks-db"))
+    for name in (
+        "admin:django_tasks_database_dbtaskresult_change",
+        "admin:django_tasks_db_dbtaskresult_change",
+    ):
+        try:
+            url = reverse(name, args=[task_id])
+        except NoReverseMatch:
+            continue
+        return format_html('task <a href="{}">{}</a> ({})', url, task_id, str(row).lower())
+    return format_html("task {} ({})", task_id, str(row).lower())
+
+
 # --------------------------------------------------------------------------- the history
 
 
@@ -190,23 +227,54 @@ class SubmitURLsForm(forms.Form):
         label=_("URLs"),
         widget=forms.Textarea(attrs={"rows": 14, "cols": 100, "spellcheck": "false"}),
         help_text=_(
-            "One a line: an absolute URL, or a path starting with / (joined to BASE_URL). "
-            "Blank lines and lines starting with # are skipped."
+            "One page a line: its full address (https://…), or its path on this site "
+            "starting with /. Blank lines and lines starting with # are skipped."
         ),
     )
     force = forms.BooleanField(
-        label=_("Ignore the debounce store"),
+        label=_("Send even pages sent recently"),
         required=False,
         initial=True,
-        help_text=_("Send URLs even when an engine accepted them within DEBOUNCE['TTL']."),
+        help_text=_(
+            "A page a search engine has just accepted is normally not sent to it again for "
+            "a while. Leave this ticked to send every page now."
+        ),
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        conf = _settings_or_none()
+        if conf is None:
+            return
+        self.fields["urls"].help_text = _(
+            "One page a line: its full address (https://…), or its path on this site "
+            "starting with / (%(example)s). Blank lines and lines starting with # are skipped."
+        ) % {"example": f"/about/ is {conf.base_url.rstrip('/')}/about/"}
+        if conf.debounce_ttl:
+            self.fields["force"].help_text = _(
+                "A page a search engine has accepted is not sent to it again for %(time)s. "
+                "Leave this ticked to send every page now."
+            ) % {"time": _duration(conf.debounce_ttl)}
+
+
+def _duration(seconds: int) -> str:
+    """``600`` → "10 minutes", for an editor."""
+    if seconds % 3600 == 0:
+        hours = seconds // 3600
+        return ngettext("%(n)d hour", "%(n)d hours", hours) % {"n": hours}
+    if seconds % 60 == 0:
+        minutes = seconds // 60
+        return ngettext("%(n)d minute", "%(n)d minutes", minutes) % {"n": minutes}
+    return ngettext("%(n)d second", "%(n)d seconds", seconds) % {"n": seconds}
 
 
 @admin.register(Delivery)
 class DeliveryAdmin(_ModelAdmin):
     #: Narrow enough for a 1400 px window with the admin's sidebar and the filters: the
     #: status code and the attempt ride with the outcome, the duration is on the detail page.
-    list_display = ["sent", "outcome_badge", "engine", "host", "url_count", "batch_id"]
+    #: The first URL (its host, and how many more the POST carried) tells what a row is
+    #: about; the host and the count are filters and fields of the record.
+    list_display = ["sent", "outcome_badge", "engine_name", "first_url", "batch_id"]
     list_display_links = ["sent"]
     list_filter = ["outcome", "engine", "host", "sent_at"]
     #: A batch id matches exactly; a URL or any part of one matches anywhere in a
@@ -238,12 +306,14 @@ class DeliveryAdmin(_ModelAdmin):
     list_per_page = 50
     show_full_result_count = False
     change_list_template = "admin/indexnow/delivery/change_list.html"
+    #: The URLs first: they are what a record is opened for.
     fieldsets = [
+        (None, {"fields": ["url_list_html"]}),
         (
-            None,
+            _("The POST"),
             {
                 "fields": [
-                    "sent_at",
+                    "sent_at_html",
                     "outcome",
                     "engine",
                     "host",
@@ -254,7 +324,6 @@ class DeliveryAdmin(_ModelAdmin):
                     "attempt",
                     "job",
                     "url_count",
-                    "url_list_html",
                 ]
             },
         ),
@@ -279,21 +348,57 @@ class DeliveryAdmin(_ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Delivery]:
         # The list never loads URL texts (up to 10,000 URLs a row); the detail
         # page loads them when it shows them.
-        queryset: QuerySet[Delivery] = super().get_queryset(request).defer("urls")
+        # page loads them when it shows them; the list shows the first, read from the
+        # start of the text.
+        queryset: QuerySet[Delivery] = (
+            super()
+            .get_queryset(request)
+            .defer("urls")
+            .annotate(indexnow_head=Substr("urls", 1, FIRST_URL_READ))
+        )
         return queryset
 
     def get_readonly_fields(self, request: HttpRequest, obj: Delivery | None = None) -> list[str]:
-        return [*(f.name for f in Delivery._meta.fields), "job", "url_list_html"]
+        return [*(f.name for f in Delivery._meta.fields), "job", "url_list_html", "sent_at_html"]
 
     @admin.display(description=_("sent at"), ordering="sent_at")
     def sent(self, obj: Delivery) -> str:
-        """Month, day and time: the history keeps days, not years."""
+        """Month, day and time (24 hours, seconds): the history keeps days, not years; the
+        year is in the tooltip and on the record."""
         when = localtime(obj.sent_at)
         return format_html(
             '<time datetime="{}" title="{}">{}</time>',
             when.isoformat(),
-            date_format(when, "DATETIME_FORMAT"),
-            date_format(when, "M j, H:i:s"),
+            date_format(when, SENT_FORMAT),
+            date_format(when, SENT_FORMAT_IN_LIST),
+        )
+
+    @admin.display(description=_("sent at"))
+    def sent_at_html(self, obj: Delivery) -> str:
+        """The same time as in the list, with the year."""
+        when = localtime(obj.sent_at)
+        return format_html(
+            '<time datetime="{}">{}</time>', when.isoformat(), date_format(when, SENT_FORMAT)
+        )
+
+    @admin.display(description=_("engine"), ordering="engine")
+    def engine_name(self, obj: Delivery) -> str:
+        return format_html('<span title="{0}" style="{1}">{0}</span>', obj.engine, _CLIPPED % 9)
+
+    @admin.display(description=_("first URL"))
+    def first_url(self, obj: Delivery) -> str:
+        """The first URL of the record (clipped, whole in its tooltip), and how many more
+        it carries."""
+        head = getattr(obj, "indexnow_head", None)
+        if head is None:
+            return ""
+        first = head.split(Delivery.URL_SEPARATOR, 1)[0]
+        more = obj.url_count - 1
+        return format_html(
+            '<span title="{0}" style="{1}">{0}</span>{2}',
+            first,
+            _CLIPPED % 16,
+            format_html(" <small>(+{})</small>", more) if more > 0 else "",
         )
 
     @admin.display(description=_("outcome"), ordering="outcome")
@@ -317,10 +422,14 @@ class DeliveryAdmin(_ModelAdmin):
             format_html_join("", "<li>{}</li>", ((url,) for url in obj.url_list)),
         )
 
-    @admin.display(description=_("rq job"))
+    @admin.display(description=_("job or task"))
     def job(self, obj: Delivery) -> str:
+        from .delivery.history import TASK_QUEUE_PREFIX
+
         if not obj.job_id:
             return str(_("none: sent from the process that flushed (synchronous or fallback)"))
+        if obj.queue.startswith(TASK_QUEUE_PREFIX):
+            return _task_html(obj.job_id, obj.queue.removeprefix(TASK_QUEUE_PREFIX))
         status = _job_status(obj.queue, obj.job_id)
         url = _job_admin_url(obj.queue, obj.job_id)
         if status == "failed" and url:
@@ -331,8 +440,16 @@ class DeliveryAdmin(_ModelAdmin):
                 _("failed: see it in django-rq's failed job registry, where it can be requeued"),
             )
         if status == "gone":
-            return format_html("{} ({})", obj.job_id, _("no longer kept by rq"))
-        return format_html("{} ({})", obj.job_id, status)
+            return format_html("rq job {} ({})", obj.job_id, _("no longer kept by rq"))
+        return format_html("rq job {} ({})", obj.job_id, status)
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """A record is never changed: no change log to show, the record itself instead."""
+        return HttpResponseRedirect(
+            reverse(f"{self.admin_site.name}:indexnow_delivery_change", args=[object_id])
+        )
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

@@ -86,20 +86,31 @@ def check_queue_wiring(
     if not isinstance(cache, (LocMemCache, DummyCache)):
         return []
     effect = "nothing is debounced, even with a single worker"
+    hint = "Point DEBOUNCE['CACHE'] at a cache that workers share, such as Django's RedisCache."
     if isinstance(cache, DummyCache):
         kind = "keeps nothing"
     elif transport.forks_per_delivery:
         kind = "is local to each process, and rq's worker runs each job in a new process"
     else:
-        kind = "is local to each process"
-        effect = "one worker cannot tell which URLs another one sent"
+        # db_worker (or the process that enqueues) runs every task in itself.
+        kind = "is local to each process that runs tasks"
+        effect = (
+            "each worker debounces only what it sent itself (and forgets it when it "
+            "restarts), so with more than one worker an engine may receive a URL again "
+            "from another"
+        )
+        hint = (
+            "With a single db_worker this is enough: silence it with "
+            "SILENCED_SYSTEM_CHECKS = ['indexnow.W002']. With several workers, point "
+            "DEBOUNCE['CACHE'] at a cache they share (DatabaseCache, RedisCache)."
+        )
+    if effect.startswith("nothing"):
+        effect += ", so an engine receives a URL again at every save"
     return [
         checks.Warning(
             f"INDEXNOW['DEBOUNCE']['CACHE'] is {conf.debounce_cache!r} "
-            f"({type(cache).__name__}), which {kind}: {effect}, so an engine receives "
-            "a URL again at every save.",
-            hint="Point DEBOUNCE['CACHE'] at a cache that workers share, such as "
-            "Django's RedisCache.",
+            f"({type(cache).__name__}), which {kind}: {effect}.",
+            hint=hint,
             id="indexnow.W002",
         )
     ]

@@ -673,13 +673,28 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
     workers = state.workers
     start_hint = f"python manage.py rqworker {name} --with-scheduler"
     if not workers:
-        diag.add(
-            "workers",
-            Status.WARN,
-            f"no worker listens on queue {name!r}: jobs wait until one starts",
-            f"Start one: {start_hint}",
-            count=0,
-        )
+        waiting = _waiting_seconds(state)
+        if waiting is not None and waiting > NO_WORKER_FAILS_AFTER:
+            diag.add(
+                "workers",
+                Status.FAIL,
+                f"no worker listens on queue {name!r} and jobs wait: the oldest for "
+                f"{waiting:.0f}s, so nothing is delivered",
+                f"Start one: {start_hint} (under a supervisor, so that it comes back)",
+                count=0,
+                waiting_seconds=round(waiting),
+            )
+        else:
+            waits = "" if waiting is None else f" ({waiting:.0f}s so far)"
+            diag.add(
+                "workers",
+                Status.WARN,
+                f"no worker listens on queue {name!r}: jobs wait until one starts{waits}; "
+                f"after {NO_WORKER_FAILS_AFTER:.0f}s of waiting this check fails",
+                f"Start one: {start_hint}",
+                count=0,
+                waiting_seconds=None if waiting is None else round(waiting),
+            )
     else:
         diag.add(
             "workers",
@@ -760,6 +775,43 @@ def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings
     )
 
 
+#: Seconds a job may wait with no worker listening before ``indexnow_check`` fails.
+NO_WORKER_FAILS_AFTER = 60.0
+
+
+def _waiting_seconds(state: _QueueState) -> float | None:
+    """How long the oldest job of the queue has waited (queued, or scheduled and due), or
+    ``None`` when nothing waits."""
+    import time
+    from datetime import datetime, timezone
+
+    from redis.exceptions import RedisError
+    from rq.job import Job
+
+    ages: list[float] = []
+    try:
+        head = state.queue.get_job_ids(0, 1)
+        due = state.connection.zrangebyscore(
+            state.queue.scheduled_job_registry.key, 0, time.time(), 0, 1, withscores=True
+        )
+    except RedisError:
+        return None
+    if head:
+        try:
+            enqueued = Job.fetch(head[0], connection=state.connection).enqueued_at
+        except Exception:  # gone meanwhile, or unreadable: it waited at least this long
+            enqueued = None
+        if isinstance(enqueued, datetime):
+            if enqueued.tzinfo is None:
+                enqueued = enqueued.replace(tzinfo=timezone.utc)
+            ages.append((datetime.now(timezone.utc) - enqueued).total_seconds())
+        else:
+            ages.append(0.0)
+    if due:
+        ages.append(time.time() - due[0][1])
+    return max(ages) if ages else None
+
+
 def _worker_settings(diag: Diagnosis, state: _QueueState) -> None:
     """Whether the running workers were started with the settings read here.
 
@@ -813,9 +865,13 @@ def _worker_settings(diag: Diagnosis, state: _QueueState) -> None:
             for name in ("DRY_RUN", "ENABLED")
             if (name, there.get(name)) in effects and there[name] != here[name]
         )
+        # Jobs this process queues to be sent would be logged, or dropped, by that worker.
+        sends_here = here.get("ENABLED") and not here.get("DRY_RUN")
+        not_there = there.get("DRY_RUN") is True or there.get("ENABLED") is False
+        sends_nothing = bool(sends_here and not_there)
         diag.add(
             "workers",
-            Status.WARN,
+            Status.FAIL if sends_nothing else Status.WARN,
             f"worker {worker.name} on {worker.hostname} (pid {worker.pid}) was started with other "
             f"INDEXNOW settings than these (fingerprint {there.get('fingerprint')} there, "
             f"{here['fingerprint']} here){consequence}",
@@ -1027,13 +1083,34 @@ def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
             throttle=None,
         )
     else:
-        diag.add(
-            "engines",
-            Status.OK,
+        what = (
             f"throttle: at most {per_minute} POSTs a minute per engine, one every "
-            f"{60 / per_minute:g}s, shared through the cache {conf.debounce_cache!r}",
-            throttle=per_minute,
+            f"{60 / per_minute:g}s"
         )
+        reach = _cache_reach(conf.debounce_cache)
+        alias = conf.debounce_cache
+        if reach.error is not None:
+            diag.add(
+                "engines",
+                Status.WARN,
+                f"{what}, kept in the cache {alias!r} ({reach.backend}), which cannot be "
+                f"reached ({reach.error}): POSTs go out unthrottled",
+                "Start the cache's server, or fix CACHES[DEBOUNCE['CACHE']].",
+                throttle=per_minute,
+                cache=alias,
+                reachable=False,
+                shared=reach.shared,
+            )
+        else:
+            diag.add(
+                "engines",
+                Status.OK,
+                f"{what}, kept in the cache {alias!r} ({reach.backend}): {reach.throttle}",
+                throttle=per_minute,
+                cache=alias,
+                reachable=True,
+                shared=reach.shared,
+            )
 
 
 #: Seconds an engine is taken to answer when the history has no POST to it yet.
@@ -1147,6 +1224,52 @@ def _hosts_section(
         diag.add("hosts", Status.OK, "key files not fetched (--offline)")
 
 
+@dataclass(frozen=True)
+class _CacheReach:
+    backend: str
+    #: Whether every process reads the same entries (``None``: files, on one machine).
+    shared: bool | None
+    #: What that means for the throttle's budget.
+    throttle: str
+    #: Why the cache cannot be reached, or ``None``.
+    error: str | None
+
+
+def _cache_reach(alias: str) -> _CacheReach:
+    """Whether the cache ``alias`` is shared, and whether it can be reached now (one read,
+    at most a couple of seconds on a Redis that does not answer)."""
+    from django.core.cache import caches
+    from django.core.cache.backends.dummy import DummyCache
+    from django.core.cache.backends.filebased import FileBasedCache
+    from django.core.cache.backends.locmem import LocMemCache
+
+    from .compat import redis_cache_client
+
+    cache = caches[alias]
+    backend = type(cache).__qualname__
+    if isinstance(cache, DummyCache):
+        return _CacheReach(backend, False, "it keeps nothing, so nothing is throttled", None)
+    if isinstance(cache, LocMemCache):
+        return _CacheReach(
+            backend, False, "per process, each process (worker) keeps a budget of its own", None
+        )
+    shared: bool | None = None if isinstance(cache, FileBasedCache) else True
+    throttle = (
+        "shared by the processes of this machine"
+        if shared is None
+        else "shared by every process that uses this cache"
+    )
+    try:
+        client = redis_cache_client(cache)
+        if client is not None:
+            client[0].ping()
+        else:
+            cache.get(WRITE_PROBE_KEY)
+    except Exception as exc:
+        return _CacheReach(backend, shared, throttle, excerpt(str(exc) or repr(exc), 120))
+    return _CacheReach(backend, shared, throttle, None)
+
+
 def _debounce_section(
     diag: Diagnosis, conf: IndexNowSettings, mode: str, state: _QueueState | None
 ) -> None:
@@ -1203,7 +1326,28 @@ def _debounce_section(
                 **data,
             )
         return
-    diag.add("debounce", Status.OK, f"{base}: shared with workers", shared=True, **data)
+    reach = _cache_reach(alias)
+    if reach.error is not None:
+        diag.add(
+            "debounce",
+            Status.WARN,
+            f"{base}: cannot be reached ({reach.error}): nothing is debounced while it is "
+            "down, so an engine may receive a URL again",
+            "Start the cache's server, or point DEBOUNCE['CACHE'] at a cache every process "
+            "reaches.",
+            shared=True,
+            reachable=False,
+            **data,
+        )
+        return
+    diag.add(
+        "debounce",
+        Status.OK,
+        f"{base}: shared with workers, reachable",
+        shared=True,
+        reachable=True,
+        **data,
+    )
 
 
 def _models_section(diag: Diagnosis) -> None:
@@ -1313,16 +1457,18 @@ def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> 
         backend_name=conf.tasks_backend, task_path__in=[DELIVERY_TASK, PUBLISH_TASK]
     )
     ready = Q(status=status.READY)
+    # A task enqueued without run_after waits with the backend's far-future marker: it is
+    # due from the moment it was enqueued.
+    unscheduled = Q(run_after__year=9999)
     try:
         counts = ours.aggregate(
-            due=Count("pk", filter=ready & Q(run_after__lte=now)),
-            oldest_due=Min("enqueued_at", filter=ready & Q(run_after__lte=now)),
-            later=Count("pk", filter=ready & Q(run_after__gt=now) & ~Q(run_after__year=9999)),
+            due=Count("pk", filter=ready & (Q(run_after__lte=now) | unscheduled)),
+            oldest_enqueued=Min("enqueued_at", filter=ready & unscheduled),
+            oldest_run_after=Min("run_after", filter=ready & Q(run_after__lte=now)),
+            later=Count("pk", filter=ready & Q(run_after__gt=now) & ~unscheduled),
             running=Count("pk", filter=Q(status=status.RUNNING)),
             failed=Count("pk", filter=Q(status=status.FAILED)),
         )
-        # A task enqueued without run_after waits with the backend's far-future marker.
-        counts["due"] += ours.filter(ready, run_after__year=9999).count()
     except DatabaseError as exc:
         diag.add(
             "tasks",
@@ -1337,18 +1483,32 @@ def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> 
         f"tasks of this app: {counts['due']} waiting to run, {counts['later']} scheduled "
         f"(retries, publications), {counts['running']} running, {counts['failed']} failed"
     )
-    data = {k: v for k, v in counts.items() if k != "oldest_due"}
-    oldest = counts["oldest_due"]
-    if counts["due"] and oldest is not None and (now - oldest).total_seconds() > 60:
+    data = {k: v for k, v in counts.items() if not k.startswith("oldest_")}
+    since = [when for when in (counts["oldest_enqueued"], counts["oldest_run_after"]) if when]
+    waiting = max((now - when).total_seconds() for when in since) if since else 0.0
+    data["waiting_seconds"] = round(waiting)
+    if counts["due"] and waiting > NO_WORKER_FAILS_AFTER:
         diag.add(
             "tasks",
-            Status.WARN,
-            f"{message}; the oldest waits since {(now - oldest).total_seconds():.0f}s",
-            f"Is a worker running? {worker}",
+            Status.FAIL,
+            f"{message}; the oldest has waited {waiting:.0f}s: no worker takes them, so "
+            "nothing is delivered",
+            f"Start a worker (under a supervisor, so that it comes back): {worker}",
             **data,
         )
     else:
         diag.add("tasks", Status.OK, f"{message}; workers: {worker}", **data)
+    if counts["failed"]:
+        diag.add(
+            "tasks",
+            Status.WARN,
+            f"{counts['failed']} task(s) of this app failed",
+            "Each failed task holds the engine's answer (django-tasks-db's admin, Task "
+            "Results); fix the cause, then send the URLs again (Send again on the delivery "
+            "records, or manage.py indexnow_submit). manage.py prune_db_task_results removes "
+            "finished tasks.",
+            failed=counts["failed"],
+        )
 
 
 def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:

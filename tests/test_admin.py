@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -378,3 +379,94 @@ def test_submit_now_needs_its_permission_and_a_public_object(client, engine):
     response = client.post(f"/admin/testapp/post/{draft.pk}/indexnow-submit/", follow=True)
     assert "not public" in response.content.decode()
     assert engine.posts == []
+
+
+# --------------------------------------------------------------------------- papercuts
+
+
+def test_the_record_shows_its_urls_first_and_the_time_as_the_list_does(client, settings):
+    settings.TIME_ZONE = "UTC"
+    sent = datetime.datetime(2026, 12, 4, 17, 5, 9, tzinfo=datetime.timezone.utc)
+    record = make_delivery(sent_at=sent, urls=f"{A}\n{B}", status=200)
+    staff(client, "indexnow.view_delivery")
+
+    html = client.get(f"{LIST}{record.pk}/change/").content.decode()
+
+    fields = re.findall(r'class="form-row[^"]*field-([a-z_]+)', html)
+    assert fields[0] == "url_list_html", fields
+    assert ">Dec 4, 2026, 17:05:09</time>" in html
+    assert "p.m." not in html and "5:05" not in html
+    listed_html = client.get(LIST).content.decode()
+    assert 'title="Dec 4, 2026, 17:05:09">Dec 4, 17:05:09</time>' in listed_html
+
+
+def test_the_record_has_no_empty_history_tool(client):
+    record = make_delivery()
+    staff(client, "indexnow.view_delivery")
+
+    html = client.get(f"{LIST}{record.pk}/change/").content.decode()
+
+    assert "historylink" not in html and f"{record.pk}/history/" not in html
+    response = client.get(f"{LIST}{record.pk}/history/")
+    assert response.status_code == 302
+    assert response["Location"] == f"{LIST}{record.pk}/change/"
+
+
+def test_the_list_shows_each_rows_first_url(client):
+    make_delivery(urls=f"{A}\n{B}")
+    long = "https://www.example.com/" + "x" * 100 + "/"
+    make_delivery(urls=long, age_days=1)
+    staff(client, "indexnow.view_delivery")
+
+    html = client.get(LIST).content.decode()
+
+    cells = re.findall(
+        r'<td class="field-first_url"><span title="([^"]+)"[^>]*>([^<]+)</span>(.*?)</td>', html
+    )
+    assert cells == [(A, A, " <small>(+1)</small>"), (long, long, "")]
+
+
+def test_the_submit_page_speaks_to_editors(client, indexnow_settings):
+    indexnow_settings(DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    staff(client, "indexnow.view_delivery", "indexnow.submit_urls")
+
+    html = client.get(SUBMIT).content.decode()
+
+    assert "/about/ is https://www.example.com/about/" in html
+    assert "Send even pages sent recently" in html
+    assert "is not sent to it again for 10 minutes" in html
+    for jargon in ("BASE_URL", "DEBOUNCE", "debounce store"):
+        assert jargon not in html, jargon
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_post_sent_by_a_db_worker_task_names_the_task_and_links_to_it(
+    client, engine, indexnow_settings, history_on, start_db_worker
+):
+    from django_tasks_db.models import DBTaskResult
+
+    overrides = {
+        **history_on,
+        "DISPATCH": "tasks",
+        "TASKS": {"BACKEND": "database", "QUEUE_NAME": "default"},
+        "DEBOUNCE": {"CACHE": "shared", "TTL": 600},
+    }
+    indexnow_settings(**overrides)
+    dispatch(["/a/"])
+    [task] = DBTaskResult.objects.all()
+    start_db_worker(overrides)
+    engine.wait_for_posts(1, timeout=30)
+    deadline = time.monotonic() + 30
+    while not Delivery.objects.exists():
+        assert time.monotonic() < deadline, "no delivery recorded"
+        time.sleep(0.05)
+
+    record = Delivery.objects.get()
+    assert record.job_id == str(task.id)
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    html = client.get(f"{LIST}{record.pk}/change/").content.decode()
+    link = f"/admin/django_tasks_database/dbtaskresult/{task.id}/change/"
+    assert f'task <a href="{link}">{task.id}</a>' in html
+    assert "sent from the process that flushed" not in html
+    assert client.get(link).status_code == 200

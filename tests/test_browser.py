@@ -17,6 +17,7 @@ directory, to ``docs/img/`` when ``INDEXNOW_SCREENSHOTS=docs`` is set, or to
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,10 +194,21 @@ def test_the_admin_in_a_browser_finds_sends_again_and_submits(
     record = Delivery.objects.get(urls__contains="second-post")
     assert f"/admin/indexnow/delivery/{record.pk}/change/" in rows[0].get_attribute("innerHTML")
 
-    # The record: its URLs and the engine's answer.
+    # The list shows which URL a row is about.
+    assert rows[0].find_element(By.CSS_SELECTOR, "td.field-first_url").text == f"{A} (+1)"
+
+    # The record: its URLs first, in sight without scrolling, and the engine's answer.
     rows[0].find_element(By.CSS_SELECTOR, "th a").click()
     urls = wait_for(browser, "ol.indexnow-urls")
     assert urls.text.split("\n") == [A, B]
+    fields = browser.find_elements(By.CSS_SELECTOR, "#content-main .form-row")
+    assert "field-url_list_html" in fields[0].get_attribute("class")
+    viewport = browser.execute_script("return window.innerHeight;")
+    assert urls.rect["y"] + urls.rect["height"] <= viewport, "the URLs are below the fold"
+    # No empty "History" tool; the time as in the list, with the year.
+    assert not browser.find_elements(By.CSS_SELECTOR, ".historylink")
+    sent = browser.find_element(By.CSS_SELECTOR, ".field-sent_at_html time").text
+    assert re.fullmatch(r"[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{2}:\d{2}:\d{2}", sent), sent
     heading = browser.find_element(By.CSS_SELECTOR, "#content h2").text
     assert heading == f"www.example.com → {record.engine}: 2 URL(s) accepted"
     assert breadcrumbs(browser) == native_crumbs

@@ -1,12 +1,14 @@
 """The HTTP client against a real HTTP server on 127.0.0.1."""
 
 import logging
+import re
 import socket
 import threading
 import time
 import tracemalloc
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
+from io import StringIO
 
 import pytest
 
@@ -292,7 +294,8 @@ def test_engine_names_resolve_to_endpoints():
     assert resolve_engine("Yandex").endpoint == ENGINE_ENDPOINTS["yandex"]
     assert set(ENGINE_ENDPOINTS) == {"indexnow", "bing", "yandex", "naver", "seznam", "yep"}
     custom = resolve_engine("https://search.example.org/indexnow")
-    assert custom == Engine("search.example.org", "https://search.example.org/indexnow")
+    assert custom == Engine("search.example.org/indexnow", "https://search.example.org/indexnow")
+    assert resolve_engine("https://search.example.org/").name == "search.example.org"
     with pytest.raises(ValueError, match="neither a known engine"):
         resolve_engine("google")
 
@@ -371,3 +374,35 @@ def test_plan_is_empty_at_the_last_attempt():
     engine = Engine("e", "http://127.0.0.1:1/e")
     assert POLICY.plan([_result(engine, ["https://www.example.com/a"])], attempt=5) == []
     assert POLICY.plan([_result(engine, ["https://www.example.com/a"])], attempt=4) != []
+
+
+@pytest.mark.django_db
+def test_two_endpoints_on_one_host_are_two_names_in_signals_logs_and_history(
+    engine, indexnow_settings, history_on, caplog
+):
+    from django.core.management import call_command
+
+    from indexnow_django.models import Delivery
+    from indexnow_django.signals import post_sent
+
+    base = f"http://127.0.0.1:{engine.port}"
+    indexnow_settings(ENGINES=[f"{base}/e1", f"http://bot:s3cret@127.0.0.1:{engine.port}/e2?t=x"])
+    sent: list[str] = []
+
+    def receiver(sender, engine, **kwargs):
+        sent.append(engine)
+
+    post_sent.connect(receiver, dispatch_uid="tests.test_client.names")
+    try:
+        with caplog.at_level("INFO", logger="indexnow_django"):
+            call_command("indexnow_submit", "/a/", "--sync", stdout=StringIO())
+    finally:
+        post_sent.disconnect(dispatch_uid="tests.test_client.names")
+
+    first, second = f"127.0.0.1:{engine.port}/e1", f"127.0.0.1:{engine.port}/e2?t=***"
+    assert sorted(post.path for post in engine.posts) == ["/e1", "/e2?t=x"]
+    assert sorted(sent) == [first, second]
+    assert sorted(Delivery.objects.values_list("engine", flat=True)) == [first, second]
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("IndexNow POST")]
+    assert sorted(re.search(r"engine=(\S+)", line).group(1) for line in logged) == [first, second]
+    assert "s3cret" not in caplog.text and "t=x" not in caplog.text

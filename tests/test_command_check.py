@@ -322,9 +322,10 @@ def test_five_hundred_hosts_key_files_are_fetched_a_few_at_a_time(
 def test_a_flush_on_every_host_close_to_the_job_timeout_warns(
     queue_settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
 ) -> None:
+    from indexnow_django.protocol.client import endpoint_name
     from tests.conftest import make_delivery
 
-    engine_name = queue_settings.INDEXNOW["ENGINES"][0].split("/")[2]
+    engine_name = endpoint_name(queue_settings.INDEXNOW["ENGINES"][0])
     for _ in range(3):
         make_delivery(engine=engine_name, duration=0.3)
     indexnow_settings(HOSTS=[f"t{i}.tenants.test" for i in range(200)], QUEUE={"TIMEOUT": 10})
@@ -1056,3 +1057,207 @@ def test_a_redis_near_its_maxmemory_warns(
 
     assert error is None, output
     line(output, "WARN", "% of its maxmemory (used_memory")
+
+
+# --------------------------------------------------------------------------- delivery cannot happen now
+
+
+def age_queued_job(conn: redis.Redis, job: Job, seconds: float) -> None:
+    """Make ``job`` look queued ``seconds`` ago, as a job left without a worker would."""
+    from rq.utils import utcformat
+
+    when = datetime.now(timezone.utc) - timedelta(seconds=seconds)
+    conn.hset(job.key, "enqueued_at", utcformat(when))
+
+
+def test_no_worker_while_a_job_waits_over_a_minute_fails(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="queue")
+    queue = Queue("default", connection=redis_conn)
+    job = queue.enqueue("indexnow_django.jobs.deliver", ["/waiting/"])
+
+    output, error = run_check("--offline")  # just queued: it may still be taken
+
+    assert error is None, output
+    line(output, "WARN", "no worker listens on queue 'default': jobs wait until one starts (0s")
+
+    age_queued_job(redis_conn, job, 95)
+    output, error = run_check("--offline")
+
+    assert error is not None, output
+    assert error.returncode == 1
+    found = line(output, "FAIL", "no worker listens on queue 'default' and jobs wait")
+    assert re.search(r"the oldest for 9[5-9]s, so nothing is delivered", found)
+    assert "Start one: python manage.py rqworker default --with-scheduler" in output
+    assert "no worker listens on queue 'default' and jobs wait" in str(error)
+
+
+def test_no_worker_and_nothing_waiting_warns(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(DISPATCH="queue")
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    found = line(output, "WARN", "no worker listens on queue 'default': jobs wait until one")
+    assert found.endswith("starts; after 60s of waiting this check fails")
+
+
+@pytest.mark.worker
+def test_a_worker_left_in_dry_run_fails_when_this_process_sends(
+    queue_settings: Any,
+    indexnow_settings: Callable[..., Any],
+    start_worker: Callable[..., Any],
+    run_check: Any,
+) -> None:
+    """DRY_RUN turned off for the web process, the worker not restarted: it only logs."""
+    worker = start_worker({**same_settings(queue_settings), "DRY_RUN": True})
+
+    output, error = run_check("--offline")
+
+    assert error is not None, output
+    found = line(output, "FAIL", f"worker {worker.name} on ")
+    assert found.endswith("; DRY_RUN is True there, False here: it logs instead of sending")
+    assert "restart the workers after every change to the settings" in output
+    assert "was started with other INDEXNOW settings" in str(error)
+
+
+def test_a_dead_redis_cache_and_throttle_are_not_ok(
+    settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    """Redis is stopped: the queue fails, and the debounce cache and the throttle on the
+    same Redis say that they cannot reach it."""
+    port = services.free_port()  # nothing listens there
+    settings.RQ_QUEUES = {"default": {"URL": f"redis://127.0.0.1:{port}/0"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "gone": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/1",
+        },
+    }
+    indexnow_settings(
+        DISPATCH="queue",
+        DEBOUNCE={"CACHE": "gone", "TTL": 600},
+        THROTTLE={"MAX_REQUESTS_PER_MINUTE": 10},
+    )
+
+    output, error = run_check("--offline")
+
+    assert error is not None
+    line(output, "FAIL", f"Redis at 127.0.0.1:{port}/0 is unreachable")
+    found = line(output, "WARN", "cache 'gone' (django.core.cache.backends.redis.RedisCache)")
+    assert "cannot be reached (" in found and "nothing is debounced while it is down" in found
+    found = line(output, "WARN", "throttle: at most 10 POSTs a minute per engine")
+    assert found.endswith("POSTs go out unthrottled")
+    assert "OK    cache 'gone'" not in output and "OK    throttle" not in output
+
+
+def test_the_cache_and_throttle_lines_say_whether_they_reach_and_share(
+    indexnow_settings: Callable[..., Any], redis_conn: redis.Redis, run_check: Any
+) -> None:
+    indexnow_settings(
+        DISPATCH="queue",
+        DEBOUNCE={"CACHE": "shared", "TTL": 600},
+        THROTTLE={"MAX_REQUESTS_PER_MINUTE": 10},
+    )
+    output, _ = run_check("--offline")
+    line(output, "OK", "cache 'shared' (django.core.cache.backends.redis.RedisCache), TTL 600s: ")
+    assert "shared with workers, reachable" in output
+    found = line(output, "OK", "throttle: at most 10 POSTs a minute per engine, one every 6s")
+    assert found.endswith(
+        "kept in the cache 'shared' (RedisCache): shared by every process that uses this cache"
+    )
+
+    indexnow_settings(DISPATCH="sync", DEBOUNCE={"CACHE": "default", "TTL": 600})
+    output, _ = run_check("--offline")
+    found = line(output, "OK", "throttle: at most 10 POSTs a minute per engine")
+    assert found.endswith(
+        "kept in the cache 'default' (LocMemCache): per process, each process (worker) keeps "
+        "a budget of its own"
+    )
+
+
+# --------------------------------------------------------------------------- tasks mode
+
+
+def tasks_mode(indexnow_settings: Callable[..., Any], **changes: Any) -> None:
+    indexnow_settings(
+        DISPATCH="tasks", TASKS={"BACKEND": "database", "QUEUE_NAME": "default"}, **changes
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tasks_waiting_over_a_minute_fail(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    """A save waits in django-tasks-db's table and no db_worker takes it."""
+    from django_tasks_db.models import DBTaskResult
+
+    from indexnow_django.dispatch import dispatch
+
+    tasks_mode(indexnow_settings, DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    dispatch(["/waiting/"])  # enqueued without run_after: the backend's far-future marker
+
+    output, error = run_check("--offline")
+    assert error is None, output
+    line(output, "OK", "tasks of this app: 1 waiting to run, 0 scheduled")
+
+    earlier = datetime.now(timezone.utc) - timedelta(minutes=2)
+    DBTaskResult.objects.update(enqueued_at=earlier)
+    output, error = run_check("--offline")
+
+    assert error is not None, output
+    found = line(output, "FAIL", "tasks of this app: 1 waiting to run")
+    assert re.search(r"the oldest has waited 1[2-3]\ds: no worker takes them", found)
+    assert "python manage.py db_worker --backend database --queue-name default" in output
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_due_over_a_minute_ago_fails_and_a_failed_task_warns(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    from indexnow_django.compat import tasks_framework
+    from indexnow_django.dispatch import dispatch
+
+    status = tasks_framework().status  # type: ignore[union-attr]
+    tasks_mode(indexnow_settings, DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    dispatch(["/failed/"])
+    DBTaskResult.objects.update(status=status.FAILED)
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "OK", "tasks of this app: 0 waiting to run, 0 scheduled")
+    line(output, "WARN", "1 task(s) of this app failed")
+    assert "Task Results" in output
+
+    dispatch(["/retry/"])
+    DBTaskResult.objects.filter(status=status.READY).update(
+        run_after=datetime.now(timezone.utc) - timedelta(seconds=90)
+    )
+    output, error = run_check("--offline")
+    assert error is not None, output
+    line(output, "FAIL", "tasks of this app: 1 waiting to run")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_no_redis_recipe_gets_a_true_w002(
+    indexnow_settings: Callable[..., Any], run_check: Any
+) -> None:
+    """docs/tasks.md: LocMemCache and one db_worker. The check says what holds: one worker
+    debounces, a second would not see what the first sent."""
+    tasks_mode(indexnow_settings, DEBOUNCE={"CACHE": "default", "TTL": 600})
+
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    found = line(output, "WARN", "indexnow.W002: INDEXNOW['DEBOUNCE']['CACHE'] is 'default'")
+    assert "each worker debounces only what it sent itself" in found
+    assert "with more than one worker an engine may receive a URL again" in found
+    assert "at every save" not in found
+    assert "SILENCED_SYSTEM_CHECKS = ['indexnow.W002']" in output

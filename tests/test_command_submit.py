@@ -78,7 +78,7 @@ def test_urls_as_arguments_are_sent_now_with_sync(engine: LoopbackEngine) -> Non
             "urlList": [f"{BASE}/a/", f"{BASE}/b/?page=2"],
         }
     ]
-    assert f"www.example.com → 127.0.0.1:{engine.port}: 2 URL(s) accepted (200)" in stdout
+    assert f"www.example.com → 127.0.0.1:{engine.port}/indexnow: 2 URL(s) accepted (200)" in stdout
     assert summary(stdout) == (
         "2 read, 2 valid, 0 invalid, 0 duplicate(s), 0 debounced, 2 accepted, 0 rejected, 0 failed."
     )
@@ -273,7 +273,7 @@ def test_dry_run_prints_what_would_be_sent_and_sends_nothing(engine: LoopbackEng
 
     assert engine.posts == []
     assert stdout.splitlines() == [
-        f"Would send 2 URL(s) for www.example.com to 127.0.0.1:{engine.port}",
+        f"Would send 2 URL(s) for www.example.com to 127.0.0.1:{engine.port}/indexnow",
         f"  {BASE}/a/",
         f"  {BASE}/b/",
         "2 read, 2 valid, 0 invalid, 0 duplicate(s), 0 debounced, 2 not sent (dry run).",
@@ -308,14 +308,17 @@ def test_final_rejection_under_sync_fails_the_command(engine: LoopbackEngine) ->
         call_command("indexnow_submit", "/a/", "--sync", stdout=out, stderr=Output(), no_color=True)
 
     assert str(caught.value).startswith(
-        f"1 URL(s) were not accepted (1 rejected, 0 failed): 127.0.0.1:{engine.port} answered "
+        f"1 URL(s) were not accepted (1 rejected, 0 failed): 127.0.0.1:{engine.port}/indexnow answered "
         "403 (forbidden:"
     )
     assert str(caught.value).endswith(
         "Run manage.py indexnow_check to check the settings and the key file (the engine fetches "
         "the key from https://www.example.com/test…6789.txt)."
     )
-    assert f"www.example.com → 127.0.0.1:{engine.port}: 1 URL(s) rejected (403)" in out.getvalue()
+    assert (
+        f"www.example.com → 127.0.0.1:{engine.port}/indexnow: 1 URL(s) rejected (403)"
+        in out.getvalue()
+    )
     assert summary(out.getvalue()).endswith("0 accepted, 1 rejected, 0 failed.")
 
 
@@ -555,7 +558,10 @@ def test_dry_run_with_sync_says_not_sent(
 
     assert engine.posts == []
     assert summary(dry).endswith("0 debounced, 1 not sent (dry run).")
-    assert f"www.example.com → 127.0.0.1:{engine.port}: 1 URL(s) not sent (dry run)" in dry_setting
+    assert (
+        f"www.example.com → 127.0.0.1:{engine.port}/indexnow: 1 URL(s) not sent (dry run)"
+        in dry_setting
+    )
     assert summary(dry_setting).endswith(
         "0 debounced, 1 not sent (dry run), 0 accepted, 0 rejected, 0 failed."
     )
@@ -584,7 +590,7 @@ def test_rejected_by_one_engine_accepted_by_another_counts_as_rejected(
         with pytest.raises(CommandError, match=r"\(2 rejected, 0 failed\)"):
             call_command("indexnow_submit", "/a/", "/b/", "--sync", stdout=out, stderr=Output())
     assert engine.posted_urls() == [f"{BASE}/a/", f"{BASE}/b/"]  # accepted there
-    assert f"→ 127.0.0.1:{second.port}: 2 URL(s) rejected (422)" in out.getvalue()
+    assert f"→ 127.0.0.1:{second.port}/indexnow: 2 URL(s) rejected (422)" in out.getvalue()
     assert summary(out.getvalue()).endswith("0 accepted, 2 rejected, 0 failed.")
 
 
@@ -597,7 +603,7 @@ def test_network_error_names_its_class(indexnow_settings: Callable[..., Any], ca
     assert "1 URL(s) retry (ConnectionError)" in out.getvalue()
     assert summary(out.getvalue()).endswith("0 accepted, 0 rejected, 1 failed.")
     assert re.search(
-        rf"IndexNow POST batch=\w+ engine=127.0.0.1:{port} host=www.example.com count=1 "
+        rf"IndexNow POST batch=\w+ engine=127.0.0.1:{port}/indexnow host=www.example.com count=1 "
         r"status=- outcome=retry error=ConnectionError$",
         caplog.text,
         re.MULTILINE,
@@ -612,7 +618,7 @@ def test_debounced_urls_are_logged_per_engine(engine: LoopbackEngine, caplog: An
 
     assert engine.posts[1].urls == [f"{BASE}/c/"]
     assert re.search(
-        rf"IndexNow debounced batch=\w+ engine=127.0.0.1:{engine.port} count=2$",
+        rf"IndexNow debounced batch=\w+ engine=127.0.0.1:{engine.port}/indexnow count=2$",
         caplog.text,
         re.MULTILINE,
     )
@@ -839,7 +845,7 @@ def test_json_gives_counts_and_each_engines_answers(
         "not_sent": 0,
     }
     [(name, answers)] = document["engines"].items()
-    assert name == f"127.0.0.1:{engine.port}"
+    assert name == f"127.0.0.1:{engine.port}/indexnow"
     assert answers["posts"] == 2
     assert [(a["outcome"], a["status"], a["attempt"], a["count"]) for a in answers["answers"]] == [
         ("retry", 503, 1, 2),

@@ -16,19 +16,30 @@ import pytest
 import redis
 import requests
 
-DEMO = Path(__file__).resolve().parents[1] / "example_project" / "demo.py"
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "example_project" / "demo.py"
+
+#: Bounds on waits for the demo, there only to stop a test that hangs: the demo bounds
+#: each of its own steps (20 s for an engine's answer, 15 s to stop each process it
+#: started) and ends, printing why, when one is exceeded. A busy machine makes it slow,
+#: never wrong: the test waits for what it prints, or for its end.
+DEMO_RUNS_AT_MOST = 240.0
+DEMO_STOPS_AT_MOST = 120.0
 
 
 def demo_env() -> dict[str, str]:
     """The environment of a fresh shell: none of the suite's services or settings.
 
-    Without ``REDIS_URL`` the demo starts its own Redis (a redis-server from PATH).
+    Without ``REDIS_URL`` the demo starts its own Redis (a redis-server from PATH). The
+    package is imported from this checkout, whatever else the environment has installed.
     """
-    return {
+    env = {
         name: value
         for name, value in os.environ.items()
         if name != "REDIS_URL" and not name.startswith(("INDEXNOW", "DJANGO_"))
     }
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
 
 
 def started_pids(output: str, count: int = 3) -> list[int]:
@@ -40,7 +51,7 @@ def started_pids(output: str, count: int = 3) -> list[int]:
 
 def assert_stopped(pids: list[int]) -> None:
     """Each process the demo started is gone, with whatever it started in its session."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     for pid in pids:
         while True:
             try:
@@ -59,17 +70,15 @@ def steps(output: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_tour_shows_each_submission_and_stops_everything():
-    started = time.monotonic()
     result = subprocess.run(
         [sys.executable, str(DEMO)],
         env=demo_env(),
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=DEMO_RUNS_AT_MOST,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert time.monotonic() - started < 60, output
 
     site = re.search(r"^  site\s+(http://127\.0\.0\.1:\d+)/", output, re.M)
     assert site is not None, output
@@ -136,22 +145,32 @@ def test_the_tour_shows_each_submission_and_stops_everything():
 
 
 class Reader:
-    """Collects a process's output lines in a thread, and waits for one of them."""
+    """Collects a process's output lines in a thread, and waits for one of them.
+
+    The thread ends when the output does (the process and whatever inherited its
+    output are gone): a wait for a line that never came then fails at once.
+    """
 
     def __init__(self, proc: subprocess.Popen[str]) -> None:
         self.lines: list[str] = []
+        self.ended = False
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
         self._thread.start()
 
     def _read(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stdout is not None
-        for line in proc.stdout:
+        try:
+            for line in proc.stdout:
+                with self._changed:
+                    self.lines.append(line.rstrip("\n"))
+                    self._changed.notify_all()
+        finally:
             with self._changed:
-                self.lines.append(line.rstrip("\n"))
+                self.ended = True
                 self._changed.notify_all()
 
-    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+    def wait_for(self, pattern: str, timeout: float = DEMO_RUNS_AT_MOST) -> re.Match[str]:
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
@@ -160,9 +179,17 @@ class Reader:
                     if match:
                         return match
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    pytest.fail(f"no line matching {pattern!r} in:\n" + "\n".join(self.lines))
+                if remaining <= 0 or self.ended:
+                    why = "the demo's output ended" if self.ended else f"{timeout:g}s passed"
+                    pytest.fail(
+                        f"no line matching {pattern!r} ({why}) in:\n" + "\n".join(self.lines)
+                    )
                 self._changed.wait(remaining)
+
+    def join(self, timeout: float) -> None:
+        """Wait for the end of the output (the pipe's last writer is gone)."""
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the demo's output is still open:\n" + self.text
 
     @property
     def text(self) -> str:
@@ -179,12 +206,12 @@ def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
         stderr=subprocess.STDOUT,
         text=True,
     )
+    out = Reader(proc)
     try:
-        out = Reader(proc)
-        admin = out.wait_for(r"^  admin\s+(http://127\.0\.0\.1:\d+)/admin/", 60).group(1)
+        admin = out.wait_for(r"^  admin\s+(http://127\.0\.0\.1:\d+)/admin/").group(1)
         # The tour runs first: the site is left with its history.
-        out.wait_for(r"^Tour complete: 8 steps", 90)
-        out.wait_for(r"^Press Ctrl-C to stop\.$", 30)
+        out.wait_for(r"^Tour complete: 8 steps")
+        out.wait_for(r"^Press Ctrl-C to stop\.$")
         assert f"The tour's POSTs are in the history: {admin}/admin/indexnow/delivery/" in out.text
         tour_lines = len(out.lines)
 
@@ -217,10 +244,10 @@ def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
         )
         assert added.status_code == 302
 
-        out.wait_for(r"^\[engine\] engine <- POST /indexnow answered 200", 20)
-        out.wait_for(rf"^\[engine\] +{re.escape(admin)}/pages/contact/$", 5)
+        out.wait_for(r"^\[engine\] engine <- POST /indexnow answered 200")
+        out.wait_for(rf"^\[engine\] +{re.escape(admin)}/pages/contact/$")
         # The history holds the tour's 8 POSTs, and this one once the worker recorded it.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + DEMO_RUNS_AT_MOST
         while True:
             history = session.get(f"{admin}/admin/indexnow/delivery/", timeout=10).text
             records = len(re.findall(r'href="/admin/indexnow/delivery/\d+/change/', history))
@@ -232,26 +259,30 @@ def test_serve_prints_what_the_engine_receives_and_ctrl_c_stops_everything():
         # The admin's static files are left out of what the terminal shows; other requests not.
         session.get(f"{admin}/static/admin/css/base.css", timeout=10)
         session.get(f"{admin}/admin/?after-static", timeout=10)
-        out.wait_for(r'^\[web\] .*"GET /admin/\?after-static HTTP', 10)
+        out.wait_for(r'^\[web\] .*"GET /admin/\?after-static HTTP')
         relayed = out.lines[tour_lines:]
         assert any(line.startswith("[worker] ") for line in relayed), out.text
         assert not [line for line in relayed if "/static/" in line]
 
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 130, out.text
+        assert proc.wait(DEMO_STOPS_AT_MOST) == 130, out.text
     finally:
         if proc.poll() is None:
             # SIGTERM: the demo stops what it started (each child in a session of its own,
             # which a SIGKILL of the demo would leave running).
             proc.terminate()
             try:
-                proc.wait(30)
+                proc.wait(DEMO_STOPS_AT_MOST)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
-    out._thread.join(5)
-    assert proc.stdout is not None
-    proc.stdout.close()
+        # Whatever happened above, the pipe is read to its end and closed here, so that
+        # nothing of this test is left open for a later one.
+        try:
+            out.join(10)
+        finally:
+            assert proc.stdout is not None
+            proc.stdout.close()
     assert out.lines[-1] == "Stopped.", out.text
     assert "Interrupted." in out.text
     assert_stopped(started_pids(out.text))
@@ -265,7 +296,7 @@ def test_a_reachable_redis_url_is_used_with_a_queue_of_its_own(redis_url):
         env={**demo_env(), "REDIS_URL": f"{redis_url}/0"},
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=DEMO_RUNS_AT_MOST,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output

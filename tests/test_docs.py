@@ -267,3 +267,39 @@ def test_the_quickstart_shows_the_log_lines_of_a_dry_run_as_the_code_writes_them
     [block] = [b for b in code_blocks(QUICKSTART, "text") if "dry run" in b]
     for line in block.strip().splitlines():
         assert any(p.fullmatch(line) for p in patterns), f"no log format gives {line!r}"
+
+
+def test_the_quickstart_starts_the_worker_after_its_logging():
+    """The worker reads LOGGING when it starts: the lines of the dry run need it first."""
+    assert QUICKSTART.index("LOGGING = {") < QUICKSTART.index("manage.py rqworker")
+
+
+def test_the_quickstart_checks_offline_until_the_site_is_deployed():
+    """BASE_URL www.example.com serves no key file for a reader's laptop."""
+    commands = re.findall(r"^python manage\.py indexnow_check.*$", QUICKSTART, re.M)
+    assert commands == ["python manage.py indexnow_check --offline"]
+
+
+def test_the_quickstart_installs_from_a_clone_too():
+    assert "python -m pip install -e ./indexnow-django" in QUICKSTART
+
+
+def test_the_debounce_line_the_quickstart_shows_is_the_one_logged(caplog, indexnow_settings):
+    """What step 9 tells readers to look for, not a job result that rq does not keep."""
+    from indexnow_django.delivery.send import deliver_now
+
+    shown = re.search(r"^IndexNow debounced batch=\w+ engine=indexnow count=1$", QUICKSTART, re.M)
+    assert shown is not None
+    indexnow_settings(DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    deliver_now(["/a/"])
+    with caplog.at_level("INFO", logger="indexnow_django"):
+        deliver_now(["/a/"])
+    logged = [r.getMessage() for r in caplog.records if "debounced" in r.getMessage()]
+    assert [re.sub(r"batch=\S+|engine=\S+", "", line) for line in logged] == [
+        re.sub(r"batch=\S+|engine=\S+", "", shown.group(0))
+    ]
+
+
+def test_db_worker_is_run_without_the_autoreloader_in_the_no_redis_recipe():
+    tasks = (DOCS / "tasks.md").read_text()
+    assert "python manage.py db_worker --no-reload" in tasks

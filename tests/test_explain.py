@@ -68,7 +68,7 @@ def test_a_public_object_shows_its_registration_urls_host_and_key(engine: Loopba
     assert url["key"] == "test…6789"
     assert url["key_file"] == f"{BASE}/test…6789.txt"
     assert report["verdict"][-1] == (
-        f"a save now: 1 URL(s) would be sent to 127.0.0.1:{engine.port}"
+        f"a save now: 1 URL(s) would be sent to 127.0.0.1:{engine.port}/indexnow"
     )
     assert engine.posts == []  # sends nothing
 
@@ -206,7 +206,9 @@ def test_the_text_output_reads_top_down(engine: LoopbackEngine) -> None:
         f"key file {BASE}/test…6789.txt"
     ) in lines
     assert "  Last deliveries: the history is off (HISTORY['ENABLED'])" in lines
-    assert lines[-1] == f"    - a save now: 1 URL(s) would be sent to 127.0.0.1:{engine.port}"
+    assert (
+        lines[-1] == f"    - a save now: 1 URL(s) would be sent to 127.0.0.1:{engine.port}/indexnow"
+    )
     assert engine.posts == []
 
 

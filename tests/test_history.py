@@ -35,7 +35,7 @@ def test_each_post_is_recorded_with_what_the_engine_answered(engine, history_on)
     )
     assert first.url_list == ["https://www.example.com/a/", "https://www.example.com/b/"]
     assert first.host == "www.example.com"
-    assert first.engine == engine.url.split("/")[2]
+    assert first.engine == engine.url.split("/", 2)[2]  # the endpoint, without its scheme
     assert first.duration > 0
     assert first.job_id == ""
     assert (second.outcome, second.status) == ("rejected", 422)

@@ -94,7 +94,10 @@ def test_429_with_retry_after_sends_again_that_much_later_then_finishes(
     assert second.kwargs["engines"] == [engine.url]
     assert failed_ids(redis_conn) == []
     output = worker.output()
-    assert f"IndexNow retry batch={batch_id} engine=127.0.0.1:{engine.port} count=2 " in output
+    assert (
+        f"IndexNow retry batch={batch_id} engine=127.0.0.1:{engine.port}/indexnow count=2 "
+        in output
+    )
     assert "status=429 attempt=2/3 in=2.0s" in output
     assert output.count(f"IndexNow POST batch={batch_id} ") == 2
 

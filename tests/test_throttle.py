@@ -59,7 +59,7 @@ def test_a_bulk_command_waits_between_posts_and_says_so(
     output = out.getvalue()
     assert output.count("Waiting ") >= 2
     assert (
-        f"127.0.0.1:{engine.port} takes 120 POSTs a minute "
+        f"127.0.0.1:{engine.port}/indexnow takes 120 POSTs a minute "
         "(INDEXNOW['THROTTLE']['MAX_REQUESTS_PER_MINUTE'])"
     ) in output
     assert output.rstrip().endswith("4 accepted, 0 rejected, 0 failed.")

@@ -435,3 +435,51 @@ def test_a_job_stranded_by_a_full_redis_is_sent_once_when_redis_has_room(
     assert worker.running(), worker.output()
     assert "quitting" not in worker.output()
     assert "put back batch=" in worker.output()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db
+def test_a_worker_registers_again_after_a_redis_restart_and_the_check_sees_it(
+    engine, indexnow_settings, settings, start_worker, private_redis
+):
+    """Redis restarted without persistence loses rq's registry of workers: the worker
+    that reconnects registers again, so indexnow_check does not ask for a second one."""
+    import json
+    import time
+    from io import StringIO
+
+    import redis
+    from django.core.management import call_command
+    from rq.worker import Worker as RQWorker
+
+    from tests.rqhelpers import FAST_SWEEP
+
+    queues = {"default": {"URL": f"{private_redis.url}/0"}}
+    settings.RQ_QUEUES = queues
+    overrides = {"DISPATCH": "queue", "DEBOUNCE": {"CACHE": "shared"}}
+    indexnow_settings(**overrides)
+    conn = redis.Redis.from_url(f"{private_redis.url}/0")
+    worker = start_worker(
+        overrides,
+        extra_env={**FAST_SWEEP, "INDEXNOW_TEST_SETTINGS": json.dumps({"RQ_QUEUES": queues})},
+        conn=conn,
+    )
+
+    private_redis.stop()
+    private_redis.start()  # the same port, nothing kept
+    assert RQWorker.all(connection=conn) == []
+    deadline = time.monotonic() + 30
+    while worker.name not in {w.name for w in RQWorker.all(connection=conn)}:
+        assert worker.running(), worker.output()
+        assert time.monotonic() < deadline, f"not registered again:\n{worker.output()}"
+        time.sleep(0.1)
+
+    out = StringIO()
+    call_command("indexnow_check", "--offline", stdout=out, no_color=True)
+    output = out.getvalue()
+    assert "1 worker(s) listen on queue 'default'" in output
+    assert "no worker listens" not in output
+    assert f"worker {worker.name} was no longer registered in Redis" in worker.output()
+    dispatch(["/after-restart/"])
+    [post] = engine.wait_for_posts(1, timeout=30)
+    assert post.urls == ["https://www.example.com/after-restart/"]

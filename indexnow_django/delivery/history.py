@@ -121,6 +121,12 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
         )
 
 
+#: The start of :attr:`Delivery.queue` for a POST sent by a ``django.tasks`` task: its
+#: :attr:`Delivery.job_id` is then the task's id, the rest the task's backend alias (the
+#: task's runner says so, see :class:`~indexnow_django.delivery.parcel.Runner`).
+TASK_QUEUE_PREFIX = "task:"
+
+
 def attempt_of(batch_id: str, result: PostResult) -> int:
     """The number of the attempt ``result`` answered, in a process that retries by itself:
     one more than its last retryable answer for the same batch, engine and host. Ask once

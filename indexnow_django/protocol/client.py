@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from ..version import __version__
 from .http import HTTPSession, NoAnswer
-from .masking import mask_keys, mask_url_in
+from .masking import mask_keys, mask_url, mask_url_in
 
 if TYPE_CHECKING:
     import requests
@@ -42,6 +42,7 @@ __all__ = [
     "PostResult",
     "Retry",
     "RetryPolicy",
+    "endpoint_name",
     "excerpt",
     "parse_retry_after",
     "resolve_engine",
@@ -91,10 +92,23 @@ def resolve_engine(entry: str) -> Engine:
         return Engine(name, ENGINE_ENDPOINTS[name])
     parts = urlsplit(entry.strip())
     if parts.scheme in {"http", "https"} and parts.hostname:
-        # The name shows in every log line: host and port, never user info.
-        return Engine(parts.netloc.rpartition("@")[2].lower(), entry.strip())
+        return Engine(endpoint_name(entry.strip()), entry.strip())
     known = ", ".join(ENGINE_ENDPOINTS)
     raise ValueError(f"{entry!r} is neither a known engine ({known}) nor an http(s) URL")
+
+
+def endpoint_name(url: str) -> str:
+    """The name of an engine given by its endpoint URL, as logs, signals and the history show
+    it: the endpoint without its scheme, never its user info, query values masked.
+
+    ``https://bot:s3cret@h:8080/e1?token=abc`` is ``h:8080/e1?token=***``: two endpoints on
+    one host are two engines, with two names. An endpoint at the root of its host is
+    named by its host (and port) alone.
+    """
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2].lower()
+    path = "" if parts.path in ("", "/") else parts.path
+    return mask_url(f"//{host}{path}" + (f"?{parts.query}" if parts.query else "")).lstrip("/")
 
 
 class Outcome(str, enum.Enum):

@@ -17,7 +17,8 @@ While it waits for jobs, the worker also looks, every
 a cold shutdown, a machine gone) and sends them again
 (:func:`indexnow_django.jobs.resend_orphans`): without it rq leaves such a job
 in its started job registry for about 13 minutes, then fails it, and never
-retries it. It also starts its scheduler again when that process died (rq
+retries it. It also registers itself again when Redis lost its registration (a
+restart), starts its scheduler again when that process died (rq
 would wait for its 10-minute maintenance), and queues the URLs that web
 processes kept in the database while Redis could not take their jobs
 (:mod:`indexnow_django.pending`). A busy worker looks when it is idle again;
@@ -129,6 +130,7 @@ class UnitOfWorkMixin:
                 super().run_maintenance_tasks()  # type: ignore[misc]
             except REDIS_OUTAGE as exc:
                 self._redis_lost("rq's maintenance", exc)
+        self.register_again()
         self.restart_scheduler()
         self.resend_orphans()
         self.ensure_windows()
@@ -202,6 +204,33 @@ class UnitOfWorkMixin:
                 "again when its heartbeat has stopped, rq's maintenance fails any other",
                 job.id,
             )
+
+    def register_again(self) -> None:
+        """Register this worker again when Redis lost its registration (a restart without
+        persistence, a failover to a replica that never had it). Never raises.
+
+        rq registers a worker once, when it starts; its heartbeats only renew the
+        expiry of a hash they recreate without the rest. Unregistered, the worker still
+        takes jobs but no one sees it: ``indexnow_check`` would say that no worker listens,
+        and a second worker would be started beside it.
+        """
+        connection: Any = self.connection  # type: ignore[attr-defined]
+        key: str = self.key  # type: ignore[attr-defined]
+        workers_key = getattr(self, "redis_workers_keys", "rq:workers")
+        try:
+            if connection.sismember(workers_key, key):
+                return
+            connection.delete(key)  # what heartbeats wrote since: rq refuses to register over it
+            self.register_birth()
+            logger.warning(
+                "IndexNow: worker %s was no longer registered in Redis (Redis restarted?); "
+                "registered it again",
+                getattr(self, "name", "?"),
+            )
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("its registration", exc)
+        except Exception:
+            logger.exception("IndexNow could not register the worker again")
 
     # The scheduler ------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ... import compat
+from ...compat.tasks import is_rq_backend
 from ...delivery.inprocess import send_in_process
 from ...delivery.parcel import Parcel
 from ..base import Enqueued, Publication, Transport
@@ -42,6 +43,14 @@ class TasksTransport(Transport):
     """Parcels as ``django.tasks`` tasks (see the module)."""
 
     name = "tasks"
+
+    @property
+    def forks_per_delivery(self) -> bool:  # type: ignore[override]
+        """django-tasks-rq's rq worker runs each task in a new process; db_worker does not."""
+        try:
+            return is_rq_backend(backend(self.conf))
+        except Exception:  # the checks report a backend that cannot be loaded
+            return False
 
     def take_flush(
         self,

@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from ...compat.tasks import is_db_worker, tasks_framework
 from ...conf import IndexNowSettings, get_settings
+from ...delivery.history import TASK_QUEUE_PREFIX
 from ...delivery.parcel import Parcel, Runner, running
 from ...delivery.run import run_delivery
 from ..heartbeat import beating, heartbeat_ttl, sweep_every
@@ -59,7 +60,7 @@ def deliver_task(context: Any, urls: list[str], **carried: Any) -> dict[str, Any
     arguments); retries and held POSTs become new tasks (see the module)."""
     conf = get_settings()
     task_result = context.task_result
-    runner = Runner("task", str(task_result.id), str(getattr(task_result.task, "queue_name", "")))
+    runner = Runner("task", str(task_result.id), f"{TASK_QUEUE_PREFIX}{task_result.backend}")
     with running(runner), _heartbeat(task_result):
         return run_delivery(
             Parcel.from_call((urls,), carried), conf=conf, carrier=TasksCarrier(conf)
