@@ -1221,7 +1221,7 @@ def test_a_retry_due_over_a_minute_ago_fails_and_a_failed_task_warns(
 ) -> None:
     from django_tasks_db.models import DBTaskResult
 
-    from indexnow_django.compat import tasks_framework
+    from indexnow_django.compat.tasks import tasks_framework
     from indexnow_django.dispatch import dispatch
 
     status = tasks_framework().status  # type: ignore[union-attr]

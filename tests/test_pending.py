@@ -41,7 +41,7 @@ def test_what_may_pass_is_kept_per_engine_and_final_rejections_are_not(
     [kept] = PendingSubmission.objects.all()
     assert kept.url_list == [A]
     assert kept.engine_list == [second.url]
-    assert kept.reason == f"{second.url.split('/')[2]} answered 429"
+    assert kept.reason == f"{second.url.split('://')[1]} answered 429"
     assert "kept for a worker" in caplog.text
     assert f"IndexNow kept batch={kept.batch_id} count=1 engines={second.url}" in caplog.text
 

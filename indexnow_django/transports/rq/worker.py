@@ -216,7 +216,10 @@ class UnitOfWorkMixin:
         """
         connection: Any = self.connection  # type: ignore[attr-defined]
         key: str = self.key  # type: ignore[attr-defined]
-        workers_key = getattr(self, "redis_workers_keys", "rq:workers")
+        # The set rq's own registration adds the worker to (rq:workers, under rq's prefix).
+        workers_key = getattr(self, "redis_workers_keys", None)
+        if not workers_key:
+            return
         try:
             if connection.sismember(workers_key, key):
                 return
