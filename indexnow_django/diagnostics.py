@@ -13,24 +13,32 @@ shown in full (:func:`~indexnow_django.conf.mask_key`).
 
 from __future__ import annotations
 
-import enum
 import logging
 import socket
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
-from django.conf import settings as django_settings
 from django.core import checks
 
 from .checks import StopsDelivery
-from .conf import KEY_RE, IndexNowSettings, get_settings, validate
+from .conf import IndexNowSettings, get_settings, validate
 from .exceptions import IndexNowConfigError
+from .findings import (
+    CHECK_SECTIONS,
+    EXCERPT_CHARS,
+    SECTIONS,
+    WRITE_PROBE_KEY,
+    Diagnosis,
+    Finding,
+    Status,
+    shown,
+)
 from .protocol.client import USER_AGENT, excerpt
 from .protocol.masking import mask_key, mask_url
-from .transports import chosen
+from .transports import Transport, chosen
 
 logger = logging.getLogger(__name__)
 
@@ -44,188 +52,8 @@ __all__ = [
     "network_cause",
 ]
 
-#: Section ids in the order they are shown, with their titles.
-SECTIONS: dict[str, str] = {
-    "settings": "Settings",
-    "dispatch": "Dispatch",
-    "queue": "Queue",
-    "tasks": "Task backend",
-    "workers": "Workers",
-    "engines": "Engines",
-    "hosts": "Hosts and key files",
-    "debounce": "Debounce cache",
-    "models": "Registered models",
-    "sites": "Sites (from installed apps, e.g. Wagtail)",
-    "jobs": "Jobs",
-}
-
-#: The section of each system check that is not about the settings themselves.
-CHECK_SECTIONS: dict[str, str] = {
-    "indexnow.W001": "workers",
-    "indexnow.W002": "debounce",
-    "indexnow.W003": "models",
-    "indexnow.W004": "dispatch",
-    "indexnow.W005": "dispatch",
-    "indexnow.W006": "debounce",
-    "indexnow.W007": "hosts",
-    "indexnow.W009": "tasks",
-    "indexnow.W010": "tasks",
-}
-
-#: How many workers are listed one by one.
-MAX_WORKERS_SHOWN = 10
-#: How many job ids of a registry are fetched to tell IndexNow jobs from others.
-MAX_JOBS_INSPECTED = 500
-#: How much of a wrong key file is quoted.
-EXCERPT_CHARS = 60
-
-_OWN_JOB_PREFIX = "indexnow_django."
-
-
-class Status(str, enum.Enum):
-    OK = "OK"
-    WARN = "WARN"
-    FAIL = "FAIL"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line of the report."""
-
-    section: str
-    status: Status
-    message: str
-    hint: str | None = None
-    #: Machine-readable details for ``--json``.
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"status": self.status.value, "message": self.message}
-        if self.hint:
-            result["hint"] = self.hint
-        if self.data:
-            result["data"] = dict(self.data)
-        return result
-
-
-@dataclass
-class Diagnosis:
-    """Every finding of one check, in order.
-
-    Once the settings are known, :attr:`mask` hides every configured key in
-    what is added (messages, hints and data), whatever put it there: a key
-    file URL, an engine's answer, an exception.
-    """
-
-    findings: list[Finding] = field(default_factory=list)
-    mask: Callable[[str], str] = field(default=lambda text: text, repr=False)
-
-    def add(
-        self,
-        section: str,
-        status: Status,
-        message: str,
-        hint: str | None = None,
-        **data: Any,
-    ) -> Finding:
-        mask = self.mask
-        finding = Finding(
-            section,
-            status,
-            mask(message),
-            mask(hint) if hint else hint,
-            {
-                name: mask(value) if isinstance(value, str) else value
-                for name, value in data.items()
-            },
-        )
-        self.findings.append(finding)
-        return finding
-
-    @property
-    def failures(self) -> list[Finding]:
-        return [f for f in self.findings if f.status is Status.FAIL]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.status is Status.WARN]
-
-    @property
-    def ok(self) -> bool:
-        """Delivery can work: no FAIL (warnings allowed)."""
-        return not self.failures
-
-    def by_section(self) -> dict[str, list[Finding]]:
-        grouped: dict[str, list[Finding]] = {}
-        for section in SECTIONS:
-            found = [f for f in self.findings if f.section == section]
-            if found:
-                grouped[section] = found
-        return grouped
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "failures": len(self.failures),
-            "warnings": len(self.warnings),
-            "sections": [
-                {
-                    "id": section,
-                    "title": SECTIONS[section],
-                    "findings": [f.as_dict() for f in found],
-                }
-                for section, found in self.by_section().items()
-            ],
-        }
-
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _shown(text: str) -> str:
-    """Quote what a key file answered, masking it when it looks like a key."""
-    stripped = text.strip()
-    if KEY_RE.match(stripped):
-        return f"a different key ({mask_key(stripped)})"
-    if not stripped:
-        return "an empty body"
-    return repr(excerpt(stripped, EXCERPT_CHARS))
-
-
-def _redis_location(conn: Any) -> str:
-    """``host:port/db`` (or the socket path, or the sentinel service) of a redis-py client."""
-    pool = conn.connection_pool
-    kwargs = pool.connection_kwargs
-    service = getattr(pool, "service_name", None)
-    if service:
-        return f"sentinel service {service}/{kwargs.get('db', 0)}"
-    if kwargs.get("path"):
-        return f"unix:{kwargs['path']}/{kwargs.get('db', 0)}"
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
-
-
-def _is_own_job(func_name: str | None) -> bool:
-    return bool(func_name) and str(func_name).startswith(_OWN_JOB_PREFIX)
-
-
-def _count_own_jobs(queue: Any, job_ids: Sequence[str]) -> int | None:
-    """How many of ``job_ids`` are IndexNow jobs; ``None`` when too many to look at."""
-    if len(job_ids) > MAX_JOBS_INSPECTED:
-        return None
-    count = 0
-    jobs = queue.job_class.fetch_many(
-        list(job_ids), connection=queue.connection, serializer=queue.serializer
-    )
-    for job in jobs:
-        if job is None:
-            continue
-        try:
-            name = job.func_name
-        except Exception:
-            continue
-        if _is_own_job(name):
-            count += 1
-    return count
 
 
 # --------------------------------------------------------------------------- key files
@@ -319,7 +147,7 @@ def check_key_file(
         return (
             Status.FAIL,
             f"key file {url} answered {status} {response.reason or ''}".rstrip()
-            + f" with {_shown(body)}",
+            + f" with {shown(body)}",
             'Add path("", include("indexnow_django.urls")) to your URLconf, or serve the file '
             "at KEY_LOCATION. " + offline_hint,
             data,
@@ -346,7 +174,7 @@ def check_key_file(
         )
     return (
         Status.FAIL,
-        f"key file {url} answered 200 with {_shown(body)} instead of the key {mask_key(key)}",
+        f"key file {url} answered 200 with {shown(body)} instead of the key {mask_key(key)}",
         "The file must contain exactly the key (surrounding whitespace is ignored).",
         data,
     )
@@ -415,653 +243,18 @@ def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
     return conf
 
 
-def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> str:
-    mode = chosen(conf).name
-    if conf.dispatch == "auto":
-        reason = (
-            f"QUEUE['NAME'] {conf.queue_name!r} is in RQ_QUEUES"
-            if mode == "queue"
-            else f"QUEUE['NAME'] {conf.queue_name!r} is not in RQ_QUEUES"
-        )
+def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> Transport:
+    transport = chosen(conf)
+    mode = transport.name
+    if conf.dispatch == "auto":  # it resolves to the queue or to sync
+        where = "is not in" if transport.in_process else "is in"
+        reason = f"QUEUE['NAME'] {conf.queue_name!r} {where} RQ_QUEUES"
         message = f"DISPATCH 'auto' resolved to '{mode}' ({reason})"
     else:
         message = f"DISPATCH '{mode}'"
-    if mode == "queue":
-        message += f": each flush becomes a job on queue {conf.queue_name!r}"
-    elif mode == "tasks":
-        message += (
-            f": each flush becomes a task on backend {conf.tasks_backend!r} "
-            f"(queue {conf.tasks_queue!r})"
-        )
-    else:
-        message += (
-            ": URLs are sent by the process that changed them, after the response; no retries"
-        )
+    message += f": {transport.how_flushes_go}"
     diag.add("dispatch", Status.OK, message, setting=conf.dispatch, resolved=mode)
-    return mode
-
-
-@dataclass
-class _QueueState:
-    queue: Any
-    connection: Any
-    workers: list[Any]
-    is_async: bool
-
-
-def _queue_section(diag: Diagnosis, conf: IndexNowSettings) -> _QueueState | None:
-    from redis.exceptions import RedisError
-
-    from .transports.rq.queue import connection, get_queue
-
-    name = conf.queue_name
-    config = (getattr(django_settings, "RQ_QUEUES", None) or {})[name]
-    try:
-        conn = connection(name)
-        location = _redis_location(conn)
-    except Exception as exc:
-        diag.add(
-            "queue",
-            Status.FAIL,
-            f"queue {name!r}: RQ_QUEUES[{name!r}] cannot give a Redis connection: {exc}",
-            "Check the URL (or HOST/PORT/DB) of this RQ_QUEUES entry.",
-            name=name,
-            reachable=False,
-        )
-        return None
-    try:
-        conn.ping()
-        version = conn.info("server").get("redis_version", "?")
-    except RedisError as exc:
-        diag.add(
-            "queue",
-            Status.FAIL,
-            f"queue {name!r}: Redis at {location} is unreachable: {excerpt(str(exc), 200)}",
-            f"Start Redis or fix the URL of RQ_QUEUES[{name!r}]: without it no job can be queued "
-            "(flushes then fall back to sending in-process).",
-            name=name,
-            redis=location,
-            reachable=False,
-        )
-        return None
-    diag.add(
-        "queue",
-        Status.OK,
-        f"queue {name!r} on Redis {location}: reachable (Redis {version})",
-        name=name,
-        redis=location,
-        reachable=True,
-        redis_version=version,
-    )
-    _persistence(diag, conn, location)
-    _memory(diag, conn, location)
-    is_async = config.get("ASYNC", True)
-    if is_async is False:
-        diag.add(
-            "queue",
-            Status.WARN,
-            f"RQ_QUEUES[{name!r}]['ASYNC'] is False: jobs run synchronously inside the process "
-            "that enqueues them (the request)",
-            "Leave ASYNC at its default (True) outside tests.",
-            is_async=False,
-        )
-    else:
-        diag.add("queue", Status.OK, "ASYNC: jobs run in workers", is_async=True)
-
-    from rq.worker import Worker
-
-    queue = get_queue(conf)
-    try:
-        workers = list(Worker.all(queue=queue))
-    except RedisError as exc:
-        diag.add("workers", Status.FAIL, f"workers of queue {name!r} could not be listed: {exc}")
-        return None
-    return _QueueState(queue, conn, workers, is_async is not False)
-
-
-#: What ``indexnow_check`` says to turn persistence on.
-PERSISTENCE_HINT = (
-    "Turn on Redis persistence (appendonly yes, or RDB snapshots such as save 3600 1 300 100 "
-    "60 10000) and supervise workers so they restart with Redis: see Deployment in the docs."
-)
-
-
-def _persistence(diag: Diagnosis, conn: Any, location: str) -> None:
-    """Whether the queue's Redis keeps its data over a restart (scheduled retries live there).
-
-    ``CONFIG GET`` gives the settings; a Redis that refuses it (managed
-    services often do) is asked ``INFO persistence``, which shows AOF and the
-    snapshots taken since it started.
-    """
-    from redis.exceptions import RedisError
-
-    lost = "a restart of Redis loses queued jobs, scheduled retries and scheduled publications"
-    try:
-        save = str(conn.config_get("save").get("save", "")).strip()
-        appendonly = str(conn.config_get("appendonly").get("appendonly", "no")).strip()
-    except RedisError as exc:
-        try:
-            info = conn.info("persistence")
-        except RedisError:
-            info = {}
-        if str(info.get("aof_enabled", "0")) == "1":
-            diag.add("queue", Status.OK, f"Redis at {location} persists to disk (AOF)")
-        elif int(info.get("rdb_saves", 0) or 0) > 0:
-            diag.add(
-                "queue",
-                Status.OK,
-                f"Redis at {location} persists to disk (RDB snapshots, "
-                f"{info['rdb_saves']} since it started)",
-            )
-        else:
-            diag.add(
-                "queue",
-                Status.WARN,
-                f"Redis at {location} shows no persistence: CONFIG GET is refused "
-                f"({excerpt(str(exc), 80)}) and INFO persistence shows no AOF and no snapshot "
-                f"since it started; without persistence {lost}",
-                PERSISTENCE_HINT,
-                persistence=None,
-            )
-        return
-    if appendonly == "yes" or save:
-        kinds = [
-            name for name, on in (("AOF", appendonly == "yes"), (f"save {save!r}", save)) if on
-        ]
-        diag.add(
-            "queue",
-            Status.OK,
-            f"Redis at {location} persists to disk ({', '.join(kinds)})",
-            persistence=True,
-        )
-        return
-    diag.add(
-        "queue",
-        Status.WARN,
-        f"Redis at {location} has no persistence (save '' and appendonly no): {lost}",
-        PERSISTENCE_HINT,
-        persistence=False,
-    )
-
-
-#: A key ``indexnow_check`` writes (for a few seconds) to see whether Redis takes writes.
-WRITE_PROBE_KEY = "indexnow:check:write-probe"
-#: Used memory over ``maxmemory`` from which ``indexnow_check`` warns.
-MEMORY_WARN_RATIO = 0.9
-
-
-def _memory(diag: Diagnosis, conn: Any, location: str) -> None:
-    """Whether the queue's Redis takes writes, and how close it is to its ``maxmemory``.
-
-    A Redis at ``maxmemory`` with ``maxmemory-policy noeviction`` refuses every
-    write: no job can be queued, no retry scheduled, and a worker cannot start
-    the job it took. That is a failure, like a Redis that cannot be reached:
-    delivery through the queue cannot work (flushes fall back to sending from
-    the web process, once and without retries). Above
-    :data:`MEMORY_WARN_RATIO` of its ``maxmemory`` it is a warning.
-    """
-    from redis.exceptions import OutOfMemoryError, RedisError
-
-    try:
-        info = conn.info("memory")
-    except RedisError:
-        info = {}
-    used = int(info.get("used_memory") or 0)
-    limit = int(info.get("maxmemory") or 0)
-    policy = str(info.get("maxmemory_policy") or "?")
-    memory = {"used": used, "maxmemory": limit, "policy": policy}
-    figures = f"used_memory {_size(used)} of maxmemory {_size(limit)}, maxmemory-policy {policy}"
-    try:
-        conn.set(WRITE_PROBE_KEY, "1", ex=10)
-    except OutOfMemoryError as exc:
-        diag.add(
-            "queue",
-            Status.FAIL,
-            f"Redis at {location} refuses writes for memory ({figures}: "
-            f"{excerpt(str(exc), 120)}): no job can be queued, no retry scheduled, and "
-            "workers cannot start the jobs they take",
-            "Raise maxmemory (CONFIG SET maxmemory, and in redis.conf) or free memory on this "
-            "Redis (another application's keys; failed jobs are kept QUEUE['FAILURE_TTL'] "
-            "seconds). Meanwhile flushes fall back to sending in-process, without retries; "
-            "a job a worker took as Redis filled up is put back on the queue once it has room.",
-            memory={**memory, "writable": False},
-        )
-        return
-    except RedisError:
-        pass  # a user or replica without writes: not this finding's to judge
-    if limit and used >= MEMORY_WARN_RATIO * limit:
-        diag.add(
-            "queue",
-            Status.WARN,
-            f"Redis at {location} is at {100 * used / limit:.0f}% of its maxmemory ({figures})",
-            "At maxmemory, with noeviction, Redis refuses every write (jobs, retries); with "
-            "an evicting policy it drops keys, jobs among them. Raise maxmemory or free memory.",
-            memory={**memory, "writable": True},
-        )
-        return
-    shown = figures if limit else f"used_memory {_size(used)}, no maxmemory"
-    diag.add(
-        "queue",
-        Status.OK,
-        f"Redis at {location} takes writes ({shown})",
-        memory={**memory, "writable": True},
-    )
-
-
-def _size(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
-
-
-def _workers_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
-    from rq.scheduler import RQScheduler
-
-    from .transports.rq.wiring import SCHEDULER_TAKEOVER_AFTER, SWEEP_EVERY, WORKER_CLASS_LINE
-
-    name = conf.queue_name
-    if not state.is_async:
-        diag.add(
-            "workers",
-            Status.OK,
-            "no worker or scheduler is needed: jobs run inline (ASYNC is False)",
-        )
-        return
-    workers = state.workers
-    start_hint = f"python manage.py rqworker {name} --with-scheduler"
-    if not workers:
-        waiting = _waiting_seconds(state)
-        if waiting is not None and waiting > NO_WORKER_FAILS_AFTER:
-            diag.add(
-                "workers",
-                Status.FAIL,
-                f"no worker listens on queue {name!r} and jobs wait: the oldest for "
-                f"{waiting:.0f}s, so nothing is delivered",
-                f"Start one: {start_hint} (under a supervisor, so that it comes back)",
-                count=0,
-                waiting_seconds=round(waiting),
-            )
-        else:
-            waits = "" if waiting is None else f" ({waiting:.0f}s so far)"
-            diag.add(
-                "workers",
-                Status.WARN,
-                f"no worker listens on queue {name!r}: jobs wait until one starts{waits}; "
-                f"after {NO_WORKER_FAILS_AFTER:.0f}s of waiting this check fails",
-                f"Start one: {start_hint}",
-                count=0,
-                waiting_seconds=None if waiting is None else round(waiting),
-            )
-    else:
-        diag.add(
-            "workers",
-            Status.OK,
-            f"{len(workers)} worker(s) listen on queue {name!r}",
-            count=len(workers),
-            workers=[
-                {"name": w.name, "hostname": w.hostname, "pid": w.pid, "state": w.get_state()}
-                for w in workers
-            ],
-        )
-        for worker in workers[:MAX_WORKERS_SHOWN]:
-            diag.add(
-                "workers",
-                Status.OK,
-                f"worker {worker.name} on {worker.hostname} (pid {worker.pid}): "
-                f"{worker.get_state()}, queues {', '.join(worker.queue_names())}",
-            )
-        if len(workers) > MAX_WORKERS_SHOWN:
-            diag.add("workers", Status.OK, f"… and {len(workers) - MAX_WORKERS_SHOWN} more")
-        _worker_settings(diag, state)
-
-    # rq 2.12 and 3.x: the scheduler that serves a queue holds a lock key
-    # (``rq:scheduler-lock:<queue>``, under RQ_KEY_PREFIX in rq 3) that expires
-    # unless it is renewed, and whose value names it; its metadata hash gives
-    # its host and pid.
-    lock_key = RQScheduler.get_locking_key(name)
-    holder = state.connection.get(lock_key)
-    if holder is None:
-        if workers:
-            hint = (
-                f"The {len(workers)} worker(s) of the queue hold no scheduler lock: they were "
-                "started without --with-scheduler, or they run rq's own worker class, which "
-                "asks for the lock only in its maintenance (every 10 minutes) when the "
-                f"scheduler that had it stopped. {WORKER_CLASS_LINE} asks every {SWEEP_EVERY} "
-                f"seconds and takes over from a scheduler that stopped. Start with: {start_hint}"
-            )
-        else:
-            hint = f"Start (at least) one worker with --with-scheduler: {start_hint}"
-        diag.add(
-            "workers",
-            Status.WARN,
-            f"no scheduler runs for queue {name!r}: retries and scheduled submissions never run",
-            hint,
-            scheduler=None,
-        )
-        return
-    scheduler_name = holder.decode() if isinstance(holder, bytes) else str(holder)
-    where = ""
-    details: dict[str, Any] = {"name": scheduler_name}
-    try:
-        scheduler = RQScheduler.fetch(scheduler_name, state.connection)
-    except Exception:
-        scheduler = None
-    if scheduler is not None:
-        details.update(hostname=scheduler.hostname, pid=scheduler.pid)
-        where = f" on {scheduler.hostname} (pid {scheduler.pid})"
-        dead = _scheduler_death(scheduler)
-        if dead:
-            diag.add(
-                "workers",
-                Status.WARN,
-                f"no scheduler is alive for queue {name!r}: the scheduler{where} still holds "
-                f"its lock but {dead}; retries and scheduled submissions wait until another "
-                "one takes the lock",
-                f"A worker with {WORKER_CLASS_LINE} and --with-scheduler takes it over within "
-                f"{SWEEP_EVERY + SCHEDULER_TAKEOVER_AFTER:.0f} seconds; rq's own worker class "
-                "waits for the lock to lapse (a minute) and for its maintenance (up to 10 "
-                f"minutes). Keep the workers running under a supervisor: {start_hint}",
-                scheduler={**details, "alive": False},
-            )
-            return
-    diag.add(
-        "workers",
-        Status.OK,
-        f"scheduler runs for queue {name!r}{where}",
-        scheduler=details,
-    )
-
-
-#: Seconds a job may wait with no worker listening before ``indexnow_check`` fails.
-NO_WORKER_FAILS_AFTER = 60.0
-
-
-def _waiting_seconds(state: _QueueState) -> float | None:
-    """How long the oldest job of the queue has waited (queued, or scheduled and due), or
-    ``None`` when nothing waits."""
-    import time
-    from datetime import datetime, timezone
-
-    from redis.exceptions import RedisError
-    from rq.job import Job
-
-    ages: list[float] = []
-    try:
-        head = state.queue.get_job_ids(0, 1)
-        due = state.connection.zrangebyscore(
-            state.queue.scheduled_job_registry.key, 0, time.time(), 0, 1, withscores=True
-        )
-    except RedisError:
-        return None
-    if head:
-        try:
-            enqueued = Job.fetch(head[0], connection=state.connection).enqueued_at
-        except Exception:  # gone meanwhile, or unreadable: it waited at least this long
-            enqueued = None
-        if isinstance(enqueued, datetime):
-            if enqueued.tzinfo is None:
-                enqueued = enqueued.replace(tzinfo=timezone.utc)
-            ages.append((datetime.now(timezone.utc) - enqueued).total_seconds())
-        else:
-            ages.append(0.0)
-    if due:
-        ages.append(time.time() - due[0][1])
-    return max(ages) if ages else None
-
-
-def _worker_settings(diag: Diagnosis, state: _QueueState) -> None:
-    """Whether the running workers were started with the settings read here.
-
-    Each worker of class :class:`indexnow_django.worker.Worker` records a
-    fingerprint of its ``INDEXNOW`` settings when it starts; a worker left
-    running after a change goes on with the old ones (``DRY_RUN`` included).
-    """
-    import json
-
-    from redis.exceptions import RedisError
-
-    from .conf import settings_fingerprint
-    from .transports.rq.wiring import SETTINGS_FIELD
-
-    here = settings_fingerprint()
-    try:
-        with state.connection.pipeline(transaction=False) as pipeline:
-            for worker in state.workers:
-                pipeline.hget(worker.key, SETTINGS_FIELD)
-            recorded = pipeline.execute()
-    except RedisError:
-        return
-    known: list[tuple[Any, dict[str, Any]]] = []
-    for worker, raw in zip(state.workers, recorded, strict=True):
-        try:
-            there = json.loads(raw) if raw else None
-        except ValueError:
-            there = None
-        if isinstance(there, dict):
-            known.append((worker, there))
-    others = [(w, there) for w, there in known if there.get("fingerprint") != here["fingerprint"]]
-    if not known:
-        return
-    if not others:
-        diag.add(
-            "workers",
-            Status.OK,
-            f"the workers run with these INDEXNOW settings (fingerprint {here['fingerprint']})",
-            settings_fingerprint=here["fingerprint"],
-        )
-        return
-    for worker, there in others[:MAX_WORKERS_SHOWN]:
-        effects = {
-            ("DRY_RUN", True): "it logs instead of sending",
-            ("DRY_RUN", False): "it sends to the engines for real",
-            ("ENABLED", True): "it collects and sends",
-            ("ENABLED", False): "it sends nothing",
-        }
-        consequence = "".join(
-            f"; {name} is {there[name]} there, {here[name]} here: {effects[name, there[name]]}"
-            for name in ("DRY_RUN", "ENABLED")
-            if (name, there.get(name)) in effects and there[name] != here[name]
-        )
-        # Jobs this process queues to be sent would be logged, or dropped, by that worker.
-        sends_here = here.get("ENABLED") and not here.get("DRY_RUN")
-        not_there = there.get("DRY_RUN") is True or there.get("ENABLED") is False
-        sends_nothing = bool(sends_here and not_there)
-        diag.add(
-            "workers",
-            Status.FAIL if sends_nothing else Status.WARN,
-            f"worker {worker.name} on {worker.hostname} (pid {worker.pid}) was started with other "
-            f"INDEXNOW settings than these (fingerprint {there.get('fingerprint')} there, "
-            f"{here['fingerprint']} here){consequence}",
-            "A worker reads the settings when it starts: restart the workers after every change "
-            "to the settings (and deploy the same settings to every process).",
-            worker=worker.name,
-            settings_fingerprint=there.get("fingerprint"),
-            expected_fingerprint=here["fingerprint"],
-        )
-    if len(others) > MAX_WORKERS_SHOWN:
-        diag.add(
-            "workers",
-            Status.WARN,
-            f"… and {len(others) - MAX_WORKERS_SHOWN} more worker(s) with other settings",
-        )
-
-
-#: A scheduler whose last heartbeat is older than this (seconds) has stopped.
-SCHEDULER_STALE_AFTER = 30.0
-
-
-def _scheduler_death(scheduler: Any) -> str | None:
-    """Why the scheduler that holds a queue's lock is not alive, or ``None`` if it may be.
-
-    Its lock outlives it by up to a minute.
-    """
-    from .transports.rq.wiring import scheduler_death
-
-    return scheduler_death(scheduler, SCHEDULER_STALE_AFTER)
-
-
-def _worker_class(diag: Diagnosis) -> None:
-    """The worker class ``manage.py rqworker`` uses, when the checks found nothing wrong."""
-    from .transports.rq.wiring import configured_worker_class
-
-    if any(f.data.get("id") == "indexnow.W001" for f in diag.findings):
-        return
-    path, _ = configured_worker_class()
-    diag.add(
-        "workers",
-        Status.OK,
-        f"worker class {path}: URLs that jobs' saves produce are flushed when each job ends",
-        worker_class=path,
-        wired=True,
-    )
-
-
-def _jobs_section(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
-    from redis.exceptions import RedisError
-
-    queue = state.queue
-    try:
-        queued = queue.count
-        scheduled_ids = queue.scheduled_job_registry.get_job_ids()
-        failed_ids = queue.failed_job_registry.get_job_ids()
-        own_scheduled = _count_own_jobs(queue, scheduled_ids)
-        own_failed = _count_own_jobs(queue, failed_ids)
-    except RedisError as exc:
-        diag.add(
-            "jobs", Status.WARN, f"job registries of {conf.queue_name!r} could not be read: {exc}"
-        )
-        return
-
-    def counted(total: int, own: int | None) -> str:
-        return f"{total}" if own is None or own == total else f"{total} ({own} IndexNow)"
-
-    diag.add(
-        "jobs",
-        Status.OK,
-        f"queue {conf.queue_name!r}: {queued} queued, {counted(len(scheduled_ids), own_scheduled)} "
-        "scheduled",
-        queued=queued,
-        scheduled=len(scheduled_ids),
-        scheduled_indexnow=own_scheduled,
-    )
-    _overdue(diag, state, conf)
-    failed_total = len(failed_ids)
-    own = own_failed if own_failed is not None else failed_total
-    status = Status.WARN if own else Status.OK
-    diag.add(
-        "jobs",
-        status,
-        f"{counted(failed_total, own_failed)} failed job(s) in rq's failed job registry",
-        "Each failed IndexNow job holds the engine's answer; fix the cause, then requeue it "
-        "(django-rq admin, or rq requeue)."
-        if own
-        else None,
-        failed=failed_total,
-        failed_indexnow=own_failed,
-    )
-    try:
-        _coalesce_finding(diag, state, conf)
-    except RedisError as exc:
-        diag.add("jobs", Status.WARN, f"the rate of delivery jobs could not be read: {exc}")
-
-
-#: Seconds past its time after which a scheduled job is overdue: a live scheduler moves
-#: due jobs to the queue every second or so.
-OVERDUE_AFTER = 10.0
-
-
-def _overdue(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
-    """Scheduled jobs whose time has passed: no scheduler moves them to the queue."""
-    import time
-
-    from redis.exceptions import RedisError
-
-    registry = state.queue.scheduled_job_registry
-    cutoff = time.time() - OVERDUE_AFTER
-    try:
-        count = state.connection.zcount(registry.key, 0, cutoff)
-        oldest = state.connection.zrangebyscore(registry.key, 0, cutoff, 0, 1, withscores=True)
-    except RedisError:
-        return
-    if not count:
-        return
-    late = time.time() - oldest[0][1] if oldest else 0.0
-    diag.add(
-        "jobs",
-        Status.WARN,
-        f"{count} scheduled job(s) of {conf.queue_name!r} overdue, the oldest by {late:.0f}s: "
-        "no scheduler moves them to the queue, so these retries and scheduled submissions "
-        "wait",
-        f"Start (at least) one worker with the scheduler: python manage.py rqworker "
-        f"{conf.queue_name} --with-scheduler",
-        overdue=count,
-        overdue_seconds=round(late),
-    )
-
-
-#: Delivery jobs a minute from which ``indexnow_check`` suggests ``QUEUE["COALESCE"]``.
-COALESCE_FROM_PER_MINUTE = 60
-#: URLs waiting in the outbox longer than this many windows (and at least the seconds
-#: below) are a warning: a window's job should have sent them.
-BACKLOG_WINDOWS = 5
-BACKLOG_MIN_SECONDS = 30
-#: Hosts and engines shown, longest wait first.
-BACKLOG_SHOWN = 20
-
-
-def _coalesce_finding(diag: Diagnosis, state: _QueueState, conf: IndexNowSettings) -> None:
-    """Coalesced delivery: what waits in the outboxes, per host and engine, and for how long;
-    or whether the rate of jobs calls for coalescing."""
-    from .transports.rq.coalesce import backlog, pending_count
-    from .transports.rq.queue import RATE_MINUTES, jobs_per_minute
-
-    queue = state.queue
-    if conf.queue_coalesce > 0:
-        pending = pending_count(queue)
-        diag.add(
-            "jobs",
-            Status.OK,
-            f"coalesced delivery: one delivery every {conf.queue_coalesce:g} s, "
-            f"{pending} URL(s) pending",
-            pending=pending,
-        )
-        stale = max(conf.queue_coalesce * BACKLOG_WINDOWS, BACKLOG_MIN_SECONDS)
-        for host, engine, count, waited in backlog(queue, conf)[:BACKLOG_SHOWN]:
-            late = waited is not None and waited > stale
-            age = "?" if waited is None else f"{waited:.0f} s"
-            diag.add(
-                "jobs",
-                Status.WARN if late else Status.OK,
-                f"{count} URL(s) wait for {host} at {engine}, the oldest for {age}",
-                (
-                    "A window's job sends them: is a worker with the scheduler running "
-                    "(rqworker --with-scheduler), and does the throttle hold them back "
-                    "(THROTTLE['MAX_REQUESTS_PER_MINUTE'])? The worker's log says which."
-                )
-                if late
-                else None,
-                host=host,
-                engine=engine,
-                waiting=count,
-                oldest_seconds=None if waited is None else round(waited, 1),
-            )
-        return
-    rate = jobs_per_minute(queue)
-    if rate < COALESCE_FROM_PER_MINUTE:
-        return
-    diag.add(
-        "jobs",
-        Status.WARN,
-        f"{rate:.0f} delivery jobs a minute over the last {RATE_MINUTES} minutes, each its own "
-        "POST per host and engine",
-        "Set QUEUE['COALESCE'] back to a few seconds (2, the default): the flushes of every "
-        "process within that window become one job and one POST per host and engine, for "
-        "that much latency.",
-        jobs_per_minute=rate,
-    )
+    return transport
 
 
 def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
@@ -1111,58 +304,6 @@ def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
                 reachable=True,
                 shared=reach.shared,
             )
-
-
-#: Seconds an engine is taken to answer when the history has no POST to it yet.
-ASSUMED_LATENCY = 0.3
-
-
-def _latency(engine_name: str) -> tuple[float, bool]:
-    """The median time of the last 100 POSTs to the engine in the history, and whether it
-    is measured (else :data:`ASSUMED_LATENCY`)."""
-    from .models import Delivery
-
-    try:
-        durations = sorted(
-            Delivery.objects.filter(engine=engine_name)
-            .order_by("-sent_at")
-            .values_list("duration", flat=True)[:100]
-        )
-    except Exception:  # no table yet, no database: the check goes on
-        return ASSUMED_LATENCY, False
-    if not durations:
-        return ASSUMED_LATENCY, False
-    return durations[len(durations) // 2], True
-
-
-def _job_size_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
-    """Warn when a flush touching every host takes a delivery job close to its timeout."""
-    from .delivery.run import hand_over_after
-    from .delivery.send import POST_CONCURRENCY
-
-    hosts = len(conf.hosts)
-    latencies = [_latency(engine.name) for engine in conf.engines]
-    seconds = sum(latency for latency, _ in latencies) * hosts / POST_CONCURRENCY
-    budget = hand_over_after(conf.queue_timeout, conf.http_timeout)
-    measured = "measured" if all(known for _, known in latencies) else "assumed"
-    each = ", ".join(f"{latency:.2f} s" for latency, _ in latencies)
-    what = (
-        f"a flush on all {hosts} host(s) is {hosts * len(conf.engines)} POST(s): about "
-        f"{seconds:.1f} s, {POST_CONCURRENCY} at a time at {each} each ({measured})"
-    )
-    if seconds <= budget * 0.8:
-        diag.add("engines", Status.OK, f"{what}, within QUEUE['TIMEOUT']", seconds=seconds)
-        return
-    diag.add(
-        "engines",
-        Status.WARN,
-        f"{what}, close to or over the {budget:.0f} s that a job of QUEUE['TIMEOUT'] "
-        f"{conf.queue_timeout:g} s sends for",
-        "Such a flush is handed from job to job, each waiting its turn in the queue: "
-        f"raise QUEUE['TIMEOUT'] to {seconds / 0.48:.0f} s or more so that one job holds it.",
-        seconds=seconds,
-        budget=budget,
-    )
 
 
 #: Key files fetched at once by ``indexnow_check``: a site with hundreds of
@@ -1270,9 +411,7 @@ def _cache_reach(alias: str) -> _CacheReach:
     return _CacheReach(backend, shared, throttle, None)
 
 
-def _debounce_section(
-    diag: Diagnosis, conf: IndexNowSettings, mode: str, state: _QueueState | None
-) -> None:
+def _debounce_section(diag: Diagnosis, conf: IndexNowSettings, worker_hosts: Sequence[str]) -> None:
     """The debounce cache; the checks say when it cannot be shared (LocMem, Dummy).
 
     Only a file-based cache needs the workers' host names to tell.
@@ -1304,10 +443,8 @@ def _debounce_section(
         return
     if isinstance(cache, FileBasedCache):
         here = socket.gethostname()
-        elsewhere = sorted(
-            {w.hostname for w in (state.workers if state else []) if w.hostname != here}
-        )
-        if mode == "queue" and elsewhere:
+        elsewhere = sorted({host for host in worker_hosts if host != here})
+        if elsewhere:
             diag.add(
                 "debounce",
                 Status.WARN,
@@ -1399,118 +536,6 @@ def _contributed_sections(diag: Diagnosis) -> None:
                 diag.add(section, Status(status), message, **data)
 
 
-def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
-    """The ``django.tasks`` backend: which, whether it defers, and (django-tasks-db) what waits."""
-    from .compat.tasks import is_database_backend, is_rq_backend, tasks_framework
-    from .transports.tasks.enqueue import backend, runs_on_enqueue
-
-    framework = tasks_framework()
-    try:
-        task_backend = backend(conf)
-    except Exception as exc:
-        diag.add(
-            "tasks",
-            Status.FAIL,
-            f"task backend {conf.tasks_backend!r} cannot be loaded: {exc}",
-            "Fix settings.TASKS (manage.py check lists the backend's own problems).",
-            backend=conf.tasks_backend,
-        )
-        return
-    kind = f"{type(task_backend).__module__}.{type(task_backend).__qualname__}"
-    defers = bool(task_backend.supports_defer)
-    where = "runs each task as it is enqueued" if runs_on_enqueue(task_backend) else "queues tasks"
-    diag.add(
-        "tasks",
-        Status.OK,
-        f"backend {conf.tasks_backend!r} ({kind}, {framework.name if framework else '?'}), "
-        f"queue {conf.tasks_queue!r}: {where}; "
-        + ("defers tasks (retries and scheduled publications run)" if defers else "cannot defer"),
-        backend=conf.tasks_backend,
-        backend_class=kind,
-        queue=conf.tasks_queue,
-        supports_defer=defers,
-    )
-    if is_database_backend(task_backend):
-        _database_tasks(diag, conf, framework)
-    elif is_rq_backend(task_backend):
-        diag.add(
-            "tasks",
-            Status.OK,
-            "the tasks are rq jobs: run "
-            f"python manage.py rqworker {conf.tasks_queue} --with-scheduler "
-            "--job-class django_tasks_rq.Job",
-        )
-
-
-def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> None:
-    """What waits in django-tasks-db's table: delivery and publication tasks by state."""
-    from django.db import DatabaseError
-    from django.db.models import Count, Min, Q
-    from django.utils import timezone
-    from django_tasks_db.models import DBTaskResult
-
-    from .transports.tasks.enqueue import DELIVERY_TASK, PUBLISH_TASK
-
-    status = framework.status
-    now = timezone.now()
-    ours = DBTaskResult.objects.filter(
-        backend_name=conf.tasks_backend, task_path__in=[DELIVERY_TASK, PUBLISH_TASK]
-    )
-    ready = Q(status=status.READY)
-    # A task enqueued without run_after waits with the backend's far-future marker: it is
-    # due from the moment it was enqueued.
-    unscheduled = Q(run_after__year=9999)
-    try:
-        counts = ours.aggregate(
-            due=Count("pk", filter=ready & (Q(run_after__lte=now) | unscheduled)),
-            oldest_enqueued=Min("enqueued_at", filter=ready & unscheduled),
-            oldest_run_after=Min("run_after", filter=ready & Q(run_after__lte=now)),
-            later=Count("pk", filter=ready & Q(run_after__gt=now) & ~unscheduled),
-            running=Count("pk", filter=Q(status=status.RUNNING)),
-            failed=Count("pk", filter=Q(status=status.FAILED)),
-        )
-    except DatabaseError as exc:
-        diag.add(
-            "tasks",
-            Status.WARN,
-            f"the tasks in the database could not be read: {excerpt(str(exc), 120)}",
-            "Run manage.py migrate.",
-        )
-        return
-    worker = f"python manage.py db_worker --backend {conf.tasks_backend} --queue-name "
-    worker += conf.tasks_queue
-    message = (
-        f"tasks of this app: {counts['due']} waiting to run, {counts['later']} scheduled "
-        f"(retries, publications), {counts['running']} running, {counts['failed']} failed"
-    )
-    data = {k: v for k, v in counts.items() if not k.startswith("oldest_")}
-    since = [when for when in (counts["oldest_enqueued"], counts["oldest_run_after"]) if when]
-    waiting = max((now - when).total_seconds() for when in since) if since else 0.0
-    data["waiting_seconds"] = round(waiting)
-    if counts["due"] and waiting > NO_WORKER_FAILS_AFTER:
-        diag.add(
-            "tasks",
-            Status.FAIL,
-            f"{message}; the oldest has waited {waiting:.0f}s: no worker takes them, so "
-            "nothing is delivered",
-            f"Start a worker (under a supervisor, so that it comes back): {worker}",
-            **data,
-        )
-    else:
-        diag.add("tasks", Status.OK, f"{message}; workers: {worker}", **data)
-    if counts["failed"]:
-        diag.add(
-            "tasks",
-            Status.WARN,
-            f"{counts['failed']} task(s) of this app failed",
-            "Each failed task holds the engine's answer (django-tasks-db's admin, Task "
-            "Results); fix the cause, then send the URLs again (Send again on the delivery "
-            "records, or manage.py indexnow_submit). manage.py prune_db_task_results removes "
-            "finished tasks.",
-            failed=counts["failed"],
-        )
-
-
 def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """URLs kept in the database because no queue could take them (see :mod:`.pending`)."""
     from django.db import DatabaseError
@@ -1555,27 +580,13 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     _check_findings(diag)
     if conf is None:
         return diag
-    mode = _dispatch_section(diag, conf)
-    state: _QueueState | None = None
-    rq_queues = getattr(django_settings, "RQ_QUEUES", None) or {}
-    if mode == "queue" and conf.queue_name in rq_queues:
-        state = _queue_section(diag, conf)
-        if state is not None:
-            _workers_section(diag, state, conf)
-            _worker_class(diag)
-    elif mode == "tasks":
-        _tasks_section(diag, conf)
-    elif mode == "sync":
-        diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
+    transport = _dispatch_section(diag, conf)
     _engines_section(diag, conf)
-    if mode == "queue":
-        _job_size_section(diag, conf)
+    worker_hosts = transport.diagnose(diag)
     timeout = http_timeout if http_timeout is not None else conf.http_timeout
     _hosts_section(diag, conf, offline=offline, timeout=timeout)
-    _debounce_section(diag, conf, mode, state)
+    _debounce_section(diag, conf, worker_hosts)
     _models_section(diag)
     _contributed_sections(diag)
-    if state is not None:
-        _jobs_section(diag, state, conf)
     _pending_section(diag, conf)
     return diag

@@ -10,6 +10,7 @@ Django 5.2 the django-tasks backport: the same tests run on both.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -261,6 +262,7 @@ def test_db_worker_429_is_sent_again_after_retry_after(indexnow_settings, engine
         "attempt": 2,
         "force": False,
         "engines": [engine.url],
+        "flushed_at": one.args_kwargs["kwargs"]["flushed_at"],  # the flush's, kept
     }
     assert two.run_after >= one.started_at + datetime.timedelta(seconds=2)
     assert two.return_value["accepted"] == 1
@@ -554,3 +556,84 @@ def test_indexnow_check_warns_about_a_backend_that_cannot_defer(indexnow_setting
     output = run_check()
     assert "runs each task as it is enqueued; cannot defer" in output
     assert "WARN" in output and "indexnow.W009" in output
+
+
+# ---------------------------------------------------------------- what operators use
+
+
+@pytest.mark.worker
+def test_indexnow_submit_queues_on_the_task_backend_for_a_db_worker(
+    indexnow_settings, engine, start_db_worker, redis_conn
+):
+    """Without ``--sync``, ``indexnow_submit`` hands its URLs to the task backend (not to an
+    rq queue the site may not have), and a ``db_worker`` sends them."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from tests.rqhelpers import all_job_ids
+
+    overrides = tasks_settings(indexnow_settings)
+    out = StringIO()
+    call_command("indexnow_submit", "/a/", "/b/", stdout=out)
+    assert "2 queued in 1 job(s)" in out.getvalue()
+    assert "cannot take" not in out.getvalue()  # no fallback
+    [row] = rows()
+    assert row.args_kwargs["args"] == [[A, B]]
+    assert row.args_kwargs["kwargs"]["force"] is False
+    assert all_job_ids(redis_conn) == set()  # nothing on rq
+    assert engine.posts == []
+
+    start_db_worker(overrides)
+    [post] = engine.wait_for_posts(1, timeout=30)
+    assert post.urls == [A, B]
+    wait_for_rows(STATUS.SUCCESSFUL, 1)
+
+
+@pytest.mark.worker
+def test_explain_says_a_publication_waits_as_a_task_that_a_db_worker_then_runs(
+    indexnow_settings, engine, start_db_worker
+):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    overrides = tasks_settings(indexnow_settings, DEBOUNCE={"CACHE": "shared", "TTL": 600})
+    when = (timezone.now() + datetime.timedelta(seconds=3)).replace(microsecond=0)
+    post = Post.objects.create(title="Soon", slug="soon", status=Post.PUBLISHED, published_at=when)
+    out = StringIO()
+    call_command("indexnow_explain", "testapp.Post", str(post.pk), "--json", stdout=out)
+    scheduled = json.loads(out.getvalue())["scheduled"]
+    assert scheduled["state"] == (
+        "enqueued on task backend 'database' with run_after at its moment"
+    )
+    [task] = rows(PUBLISH_TASK)
+    assert task.run_after is not None and task.run_after >= when
+
+    start_db_worker(overrides)
+    [sent] = engine.wait_for_posts(1, timeout=40)
+    assert sent.urls == ["https://www.example.com/posts/soon/"]
+    assert sent.received_at >= when.timestamp()
+
+
+@pytest.mark.worker
+def test_send_again_in_the_admin_queues_a_task_for_a_db_worker(
+    client, indexnow_settings, engine, start_db_worker, history_on
+):
+    from tests.conftest import make_delivery
+    from tests.test_admin import LIST, staff
+
+    record = make_delivery(urls=f"{A}\n{B}")
+    overrides = tasks_settings(indexnow_settings, **history_on)
+    staff(client, "indexnow.view_delivery", "indexnow.send_again")
+    response = client.post(
+        LIST, {"action": "send_again", "_selected_action": [record.pk]}, follow=True
+    )
+    assert "2 URLs of 1 record(s) queued for delivery" in response.content.decode()
+    [row] = rows()
+    assert row.args_kwargs["kwargs"]["force"] is True  # ignoring the debounce store
+    assert engine.posts == []  # not from the web process
+
+    start_db_worker(overrides)
+    [post] = engine.wait_for_posts(1, timeout=30)
+    assert post.urls == [A, B]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
 
     from ..conf import IndexNowSettings
+    from ..findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
@@ -190,6 +191,19 @@ class Transport:
         from django.utils.translation import gettext
 
         return gettext("sent from the web process")
+
+    @property
+    def how_flushes_go(self) -> str:
+        """What becomes of a flush, for ``indexnow_check``'s dispatch line."""
+        return "URLs are sent by the process that changed them, after the response; no retries"
+
+    def diagnose(self, diag: Diagnosis) -> list[str]:
+        """Add this transport's findings to ``indexnow_check``'s ``diag`` (its queue or
+        backend, workers, jobs); return the host names its workers run on, where known."""
+        from ..findings import Status
+
+        diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
+        return []
 
     def checks(self) -> list[CheckMessage]:
         """This transport's system checks (run with the package's)."""

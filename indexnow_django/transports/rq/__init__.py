@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
+    from ...findings import Diagnosis
+
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
 
@@ -149,6 +151,21 @@ class RQTransport(Transport):
             return "not found: save the object again to schedule it"
         except Exception as exc:
             return f"unknown: Redis cannot be asked ({type(exc).__name__}: {exc})"
+
+    @property
+    def how_flushes_go(self) -> str:
+        name = self.conf.queue_name
+        if self.conf.queue_coalesce > 0:
+            return (
+                f"the flushes of every {self.conf.queue_coalesce:g} s become one job on queue "
+                f"{name!r}"
+            )
+        return f"each flush becomes a job on queue {name!r}"
+
+    def diagnose(self, diag: Diagnosis) -> list[str]:
+        from .diagnose import diagnose
+
+        return diagnose(diag, self.conf)
 
     def checks(self) -> list[CheckMessage]:
         from .checks import rq_checks

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
+    from ...findings import Diagnosis
+
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
 
@@ -120,6 +122,18 @@ class TasksTransport(Transport):
             return "not found: save the object again to schedule it"
         except Exception as exc:
             return f"unknown: the task backend cannot be asked ({type(exc).__name__}: {exc})"
+
+    @property
+    def how_flushes_go(self) -> str:
+        return (
+            f"each flush becomes a task on backend {self.conf.tasks_backend!r} "
+            f"(queue {self.conf.tasks_queue!r})"
+        )
+
+    def diagnose(self, diag: Diagnosis) -> list[str]:
+        from .diagnose import diagnose
+
+        return diagnose(diag, self.conf)
 
     def checks(self) -> list[CheckMessage]:
         from .checks import tasks_checks

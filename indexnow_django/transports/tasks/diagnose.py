@@ -1,0 +1,130 @@
+"""``indexnow_check``'s findings about django.tasks' transport: the backend, its queue, and on
+django-tasks-db the tasks waiting, running, failed, and whether a ``db_worker`` takes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...conf import IndexNowSettings
+from ...findings import NO_WORKER_FAILS_AFTER, Diagnosis, Status
+from ...protocol.client import excerpt
+
+__all__ = ["diagnose"]
+
+
+def diagnose(diag: Diagnosis, conf: IndexNowSettings) -> list[str]:
+    """Add the task backend's findings to ``diag`` (no worker host names are known)."""
+    _tasks_section(diag, conf)
+    return []
+
+
+def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
+    """The ``django.tasks`` backend: which, whether it defers, and (django-tasks-db) what waits."""
+    from ...compat.tasks import is_database_backend, is_rq_backend, tasks_framework
+    from .enqueue import backend, runs_on_enqueue
+
+    framework = tasks_framework()
+    try:
+        task_backend = backend(conf)
+    except Exception as exc:
+        diag.add(
+            "tasks",
+            Status.FAIL,
+            f"task backend {conf.tasks_backend!r} cannot be loaded: {exc}",
+            "Fix settings.TASKS (manage.py check lists the backend's own problems).",
+            backend=conf.tasks_backend,
+        )
+        return
+    kind = f"{type(task_backend).__module__}.{type(task_backend).__qualname__}"
+    defers = bool(task_backend.supports_defer)
+    where = "runs each task as it is enqueued" if runs_on_enqueue(task_backend) else "queues tasks"
+    diag.add(
+        "tasks",
+        Status.OK,
+        f"backend {conf.tasks_backend!r} ({kind}, {framework.name if framework else '?'}), "
+        f"queue {conf.tasks_queue!r}: {where}; "
+        + ("defers tasks (retries and scheduled publications run)" if defers else "cannot defer"),
+        backend=conf.tasks_backend,
+        backend_class=kind,
+        queue=conf.tasks_queue,
+        supports_defer=defers,
+    )
+    if is_database_backend(task_backend):
+        _database_tasks(diag, conf, framework)
+    elif is_rq_backend(task_backend):
+        diag.add(
+            "tasks",
+            Status.OK,
+            "the tasks are rq jobs: run "
+            f"python manage.py rqworker {conf.tasks_queue} --with-scheduler "
+            "--job-class django_tasks_rq.Job",
+        )
+
+
+def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> None:
+    """What waits in django-tasks-db's table: delivery and publication tasks by state."""
+    from django.db import DatabaseError
+    from django.db.models import Count, Min, Q
+    from django.utils import timezone
+    from django_tasks_db.models import DBTaskResult
+
+    from .enqueue import DELIVERY_TASK, PUBLISH_TASK
+
+    status = framework.status
+    now = timezone.now()
+    ours = DBTaskResult.objects.filter(
+        backend_name=conf.tasks_backend, task_path__in=[DELIVERY_TASK, PUBLISH_TASK]
+    )
+    ready = Q(status=status.READY)
+    # A task enqueued without run_after waits with the backend's far-future marker: it is
+    # due from the moment it was enqueued.
+    unscheduled = Q(run_after__year=9999)
+    try:
+        counts = ours.aggregate(
+            due=Count("pk", filter=ready & (Q(run_after__lte=now) | unscheduled)),
+            oldest_enqueued=Min("enqueued_at", filter=ready & unscheduled),
+            oldest_run_after=Min("run_after", filter=ready & Q(run_after__lte=now)),
+            later=Count("pk", filter=ready & Q(run_after__gt=now) & ~unscheduled),
+            running=Count("pk", filter=Q(status=status.RUNNING)),
+            failed=Count("pk", filter=Q(status=status.FAILED)),
+        )
+    except DatabaseError as exc:
+        diag.add(
+            "tasks",
+            Status.WARN,
+            f"the tasks in the database could not be read: {excerpt(str(exc), 120)}",
+            "Run manage.py migrate.",
+        )
+        return
+    worker = f"python manage.py db_worker --backend {conf.tasks_backend} --queue-name "
+    worker += conf.tasks_queue
+    message = (
+        f"tasks of this app: {counts['due']} waiting to run, {counts['later']} scheduled "
+        f"(retries, publications), {counts['running']} running, {counts['failed']} failed"
+    )
+    data = {k: v for k, v in counts.items() if not k.startswith("oldest_")}
+    since = [when for when in (counts["oldest_enqueued"], counts["oldest_run_after"]) if when]
+    waiting = max((now - when).total_seconds() for when in since) if since else 0.0
+    data["waiting_seconds"] = round(waiting)
+    if counts["due"] and waiting > NO_WORKER_FAILS_AFTER:
+        diag.add(
+            "tasks",
+            Status.FAIL,
+            f"{message}; the oldest has waited {waiting:.0f}s: no worker takes them, so "
+            "nothing is delivered",
+            f"Start a worker (under a supervisor, so that it comes back): {worker}",
+            **data,
+        )
+    else:
+        diag.add("tasks", Status.OK, f"{message}; workers: {worker}", **data)
+    if counts["failed"]:
+        diag.add(
+            "tasks",
+            Status.WARN,
+            f"{counts['failed']} task(s) of this app failed",
+            "Each failed task holds the engine's answer (django-tasks-db's admin, Task "
+            "Results); fix the cause, then send the URLs again (Send again on the delivery "
+            "records, or manage.py indexnow_submit). manage.py prune_db_task_results removes "
+            "finished tasks.",
+            failed=counts["failed"],
+        )
