@@ -1,0 +1,140 @@
+"""The django CMS integration's app: wiring, the sites' domains, and what ``indexnow_check`` shows.
+
+Two hooks that the core app looks for on installed apps' configs:
+
+- ``indexnow_hosts()``: the hosts URLs may be submitted for besides
+  ``INDEXNOW["HOSTS"]`` (here: every ``django.contrib.sites`` ``Site``'s
+  domain, each with its page tree), read again by every process every few
+  seconds. A site saved or deleted in this process, a migration, and a fork
+  (each rq job's work horse) make them be read again at once; a web process
+  also compares the domains every :data:`SITES_RECHECK_SECONDS`.
+- ``indexnow_diagnostics()``: findings for ``manage.py indexnow_check`` (here:
+  the sites, their domains, and whether each is an allowed host).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from django.apps import AppConfig, apps
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import request_started
+from django.db import DatabaseError, connection
+from django.db.models.signals import post_delete, post_migrate, post_save
+
+logger = logging.getLogger(__name__)
+
+_UID = "indexnow_django.contrib.djangocms.apps"
+
+#: What the integration needs installed (before it).
+REQUIRED_APPS = ("django.contrib.sites", "cms", "djangocms_versioning", "indexnow_django")
+
+
+def _forget_settings(**kwargs: Any) -> None:
+    from ...conf import clear_cache
+
+    clear_cache()
+
+
+#: Seconds between two looks, per process, at whether the sites' domains changed.
+SITES_RECHECK_SECONDS = 30.0
+
+_sites_seen: tuple[float, tuple[str, ...] | None] = (-SITES_RECHECK_SECONDS, None)
+
+
+def _notice_site_changes(**kwargs: Any) -> None:
+    """``request_started``: every 30 s at most, compare the sites' domains with the last look."""
+    global _sites_seen
+    checked_at, seen = _sites_seen
+    now = time.monotonic()
+    if now - checked_at < SITES_RECHECK_SECONDS:
+        return
+    try:
+        from .pages import site_hosts
+
+        hosts = tuple(site_hosts())
+    except DatabaseError:
+        return
+    _sites_seen = (now, hosts)
+    if hosts != seen:
+        _forget_settings()
+
+
+class IndexNowDjangoCMSConfig(AppConfig):
+    name = "indexnow_django.contrib.djangocms"
+    label = "indexnow_djangocms"
+    verbose_name = "IndexNow for django CMS"
+
+    def ready(self) -> None:
+        for required in REQUIRED_APPS:
+            if not apps.is_installed(required):
+                raise ImproperlyConfigured(
+                    f"indexnow_django.contrib.djangocms needs {required!r} in INSTALLED_APPS "
+                    "(before it)."
+                )
+        from django.contrib.sites.models import Site
+
+        from . import handlers
+
+        handlers.connect()
+        # The sites' domains are part of the settings: read them again when they change.
+        post_save.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_saved")
+        post_delete.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_deleted")
+        post_migrate.connect(_forget_settings, dispatch_uid=f"{_UID}.migrated")
+        request_started.connect(_notice_site_changes, dispatch_uid=f"{_UID}.request_started")
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forget_settings)
+
+    def indexnow_hosts(self) -> list[str]:
+        """Every site's domain; none while the sites' table does not exist yet."""
+        from django.contrib.sites.models import Site
+
+        try:
+            if Site._meta.db_table not in connection.introspection.table_names():
+                return []
+            from .pages import site_hosts
+
+            return site_hosts()
+        except DatabaseError:
+            logger.debug("IndexNow could not read the sites yet", exc_info=True)
+            return []
+
+    def indexnow_diagnostics(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        """``(section, status, message, data)`` for ``indexnow_check``: the sites, their pages."""
+        from cms.models import Page
+        from django.contrib.sites.models import Site
+
+        from ...conf import get_settings
+        from ...normalize import InvalidURL, host_of, normalize_url
+
+        allowed = get_settings().hosts
+        sites = list(Site.objects.order_by("pk"))
+        if not sites:
+            yield ("sites", "WARN", "no Site: django CMS pages have no domain to be sent on", {})
+            return
+        for site in sites:
+            try:
+                host = host_of(normalize_url(f"https://{site.domain}/"))
+            except InvalidURL:
+                yield (
+                    "sites",
+                    "WARN",
+                    f"{site.name or site.pk}: domain {site.domain!r} is not a host name "
+                    "(its pages' URLs are dropped)",
+                    {"site": site.pk},
+                )
+                continue
+            pages = Page.objects.filter(site=site).count()
+            status = "OK" if host in allowed else "WARN"
+            note = "" if status == "OK" else " (not an allowed host: its URLs are dropped)"
+            yield (
+                "sites",
+                status,
+                f"{site.name or site.domain}: django CMS site {site.pk}, {pages} page(s), "
+                f"host {host}{note}",
+                {"site": site.pk, "host": host, "pages": pages},
+            )
