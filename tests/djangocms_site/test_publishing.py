@@ -4,6 +4,7 @@ and through its API (``Version.publish()``)."""
 from __future__ import annotations
 
 import pytest
+from cms.api import create_page
 from cms.models import Page
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -147,6 +148,25 @@ def test_a_publish_after_a_failed_one_sends_what_the_engines_knew(tree: Tree, en
         publish(tree.news, tree.user)
     assert engine.posts == []
     # The editor picks another slug: the old URL is the one that was live.
+    draft(tree.news, tree.user, slug="press")
+    publish(tree.news, tree.user)
+    assert posted(engine) == [f"{W}/news/", f"{W}/press/"]
+
+
+def test_a_login_required_page_is_never_sent(tree: Tree, admin, engine) -> None:
+    members = create_page(
+        "Members",
+        "page.html",
+        "en",
+        slug="members",
+        parent=tree.home,
+        login_required=True,
+        created_by=tree.user,
+    )
+    publish(members, tree.user)
+    admin.logout()
+    assert admin.get("/members/").status_code == 302  # engines would get the login page
+    assert engine.posts == []
     draft(tree.news, tree.user, slug="press")
     publish(tree.news, tree.user)
     assert posted(engine) == [f"{W}/news/", f"{W}/press/"]

@@ -4,9 +4,10 @@ django CMS keeps a routing table, ``PageUrl`` (one row per page and language),
 whose ``path`` is what the page answers at: djangocms-versioning rewrites it
 when a version is published or unpublished, and sets it to ``None`` for a page
 (and the pages below it) that has nothing public. A page's URL in a language
-is *live* when that row has a path and the page has a published
+is *live* when that row has a path, the page has a published
 ``PageContent`` in that language (a draft child of a published page gets a
-path when its parent's path changes, but serves nothing).
+path when its parent's path changes, but serves nothing), and the page is not
+``login_required`` (engines would get the login page).
 
 The URL is the ``pages-root`` or ``pages-details-by-slug`` route reversed in
 that language (so ``i18n_patterns`` prefixes count), on the domain of the
@@ -69,7 +70,9 @@ class PageURLs:
         published = PageContent.admin_manager.using(self.using).filter(
             page=OuterRef("page_id"), language=OuterRef("language"), versions__state=PUBLISHED
         )
-        rows = PageUrl.objects.using(self.using).filter(where, path__isnull=False)
+        rows = PageUrl.objects.using(self.using).filter(
+            where, path__isnull=False, page__login_required=False
+        )
         if language is not None:
             rows = rows.filter(language=language)
         rows = rows.filter(Exists(published))
