@@ -10,17 +10,23 @@ Two hooks that the core app looks for on installed apps' configs:
   also compares the domains every :data:`SITES_RECHECK_SECONDS`.
 - ``indexnow_diagnostics()``: findings for ``manage.py indexnow_check`` (here:
   the sites, their domains, and whether each is an allowed host).
+- ``indexnow_explain(model, obj, now)``: ``manage.py indexnow_explain`` for a
+  ``cms.Page`` (every language) or a ``cms.PageContent`` (its language).
+- ``indexnow_model_urls(model, pks)``: ``manage.py indexnow_submit --model
+  cms.Page`` (or ``cms.PageContent``, ``--pk``): the live URLs of the pages.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.apps import AppConfig, apps
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import request_started
 from django.db import DatabaseError, connection
@@ -138,3 +144,91 @@ class IndexNowDjangoCMSConfig(AppConfig):
                 f"host {host}{note}",
                 {"site": site.pk, "host": host, "pages": pages},
             )
+
+    def indexnow_explain(
+        self, model: type[Any], obj: Any, now: datetime.datetime
+    ) -> dict[str, Any] | None:
+        """What ``indexnow_explain`` says of a page or a page's content; ``None`` for the rest."""
+        from cms.models import Page, PageContent
+
+        from .pages import describe
+
+        if issubclass(model, PageContent):
+            page, languages = obj.page, [obj.language]
+        elif issubclass(model, Page):
+            # Every language it has content in (a draft has no URL row yet).
+            has = set(obj.urls.values_list("language", flat=True))
+            has.update(
+                PageContent.admin_manager.filter(page=obj).values_list("language", flat=True)
+            )
+            languages = [code for code, _name in settings.LANGUAGES if code in has]
+            page = obj
+        else:
+            return None
+        why, urls = describe(page, languages)
+        return {
+            "covered_by": {"kind": "djangocms", "name": "django CMS", "integration": self.name},
+            "public": any(urls.values()),
+            "why": why,
+            "publish_at": None,
+            "_scheduled_at": None,
+            "_languages": urls,
+        }
+
+    def indexnow_model_urls(
+        self, model: type[Any], pks: Sequence[str] | None
+    ) -> Iterator[tuple[Any, str, str | None]] | None:
+        """``(pk, URL, problem)`` for ``indexnow_submit --model`` of pages, or ``None``."""
+        from cms.models import Page, PageContent
+
+        if not issubclass(model, (Page, PageContent)):
+            return None
+        return _model_urls(model, pks)
+
+
+def _model_urls(
+    model: type[Any], pks: Sequence[str] | None
+) -> Iterator[tuple[Any, str, str | None]]:
+    from cms.models import PageContent
+    from django.core.exceptions import ValidationError
+    from djangocms_versioning.constants import PUBLISHED
+
+    from .pages import PageURLs
+
+    urls = PageURLs()
+    contents = issubclass(model, PageContent)
+    published: dict[tuple[Any, str], Any] = {}
+    if contents:  # a page's URL in a language belongs to its published content
+        for pk, page_id, language in PageContent.admin_manager.filter(
+            versions__state=PUBLISHED
+        ).values_list("pk", "page_id", "language"):
+            published[(page_id, language)] = pk
+    if pks is None:
+        for page_id, language, url in urls.each():
+            yield (published.get((page_id, language)) if contents else page_id), url, None
+        return
+    manager = PageContent.admin_manager if contents else model._default_manager
+    for typed in pks:
+        try:
+            obj = manager.filter(pk=model._meta.pk.to_python(typed)).first()
+        except ValidationError as exc:
+            yield typed, "", f"not a primary key ({'; '.join(exc.messages)})"
+            continue
+        if obj is None:
+            yield typed, "", "no such object"
+            continue
+        if contents and published.get((obj.page_id, obj.language)) != obj.pk:
+            yield typed, "", "not public: not the published version of its page"
+            continue
+        page = obj.page if contents else obj
+        live = urls.page(page, obj.language if contents else None)
+        if not live:
+            yield (
+                typed,
+                "",
+                "not public in any language: no published version, an "
+                "unpublished page above it, or login_required",
+            )
+            continue
+        for url in live.values():
+            yield typed, url, None

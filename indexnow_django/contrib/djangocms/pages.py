@@ -20,7 +20,7 @@ pages in one query each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Exists, OuterRef, Q
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # django CMS's models are imported where they are used: this module imports
 # (and its app's config loads) without django CMS's apps being ready.
 
-__all__ = ["LiveURLs", "PageURLs", "site_hosts"]
+__all__ = ["LiveURLs", "PageURLs", "describe", "site_hosts"]
 
 #: ``(page pk, language)`` → the page's live URL in that language.
 LiveURLs = dict[tuple[Any, str], str]
@@ -78,7 +78,7 @@ class PageURLs:
         rows = rows.filter(Exists(published))
         found: Iterable[tuple[Any, str, str, Any, bool]] = rows.values_list(
             "page_id", "language", "path", "page__site_id", "page__is_home"
-        )
+        ).order_by("page__path", "language")
         return found
 
     def url(self, language: str, path: str, site_id: Any, is_home: bool) -> str | None:
@@ -102,13 +102,20 @@ class PageURLs:
         except InvalidURL:
             return None
 
-    def _live(self, where: Q, language: str | None) -> LiveURLs:
-        live: LiveURLs = {}
-        for page_id, lang, path, site_id, is_home in self._rows(where, language):
+    def each(
+        self, where: Q | None = None, language: str | None = None
+    ) -> Iterator[tuple[Any, str, str]]:
+        """``(page pk, language, URL)`` of every live page (or those ``where`` picks), streamed."""
+        rows = self._rows(where or Q(), language)
+        if hasattr(rows, "iterator"):
+            rows = rows.iterator(chunk_size=2000)
+        for page_id, lang, path, site_id, is_home in rows:
             url = self.url(lang, path, site_id, is_home)
             if url is not None:
-                live[(page_id, lang)] = url
-        return live
+                yield page_id, lang, url
+
+    def _live(self, where: Q, language: str | None) -> LiveURLs:
+        return {(page_id, lang): url for page_id, lang, url in self.each(where, language)}
 
     def page(self, page: Page | Any, language: str | None = None) -> LiveURLs:
         """The live URLs of one page (``page`` or its primary key), in ``language`` or all."""
@@ -117,6 +124,36 @@ class PageURLs:
     def subtree(self, page: Page, language: str | None = None) -> LiveURLs:
         """The live URLs of ``page`` and of every page below it, in ``language`` or all."""
         return self._live(Q(page__path__startswith=page.path), language)
+
+
+def describe(page: Page, languages: Iterable[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Why ``page`` is live or not in each of ``languages``, and its live URL in each."""
+    from cms.models import PageContent
+    from djangocms_versioning.constants import PUBLISHED
+
+    live = PageURLs().page(page)
+    paths = dict(page.urls.values_list("language", "path"))
+    published = set(
+        PageContent.admin_manager.filter(page=page, versions__state=PUBLISHED).values_list(
+            "language", flat=True
+        )
+    )
+    why: list[str] = []
+    urls: dict[str, list[str]] = {}
+    if page.login_required:
+        why.append("login_required: engines would get the login page, so it is never submitted")
+    for language in languages:
+        url = live.get((page.pk, language))
+        urls[language] = [url] if url else []
+        if url:
+            why.append(f"{language}: a published version, live at {url}")
+        elif language not in published:
+            why.append(f"{language}: no published version (a draft, or unpublished): not public")
+        elif paths.get(language) is None:
+            why.append(f"{language}: published, but a page above it is not: it has no URL")
+        elif not page.login_required:
+            why.append(f"{language}: published, but its site has no domain: it has no URL")
+    return why, urls
 
 
 def site_hosts(using: str | None = None) -> list[str]:
