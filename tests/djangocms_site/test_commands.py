@@ -124,3 +124,46 @@ def test_submit_chosen_pages_and_contents(tree: Tree, engine) -> None:
 def test_explain_an_unknown_pk_fails_cleanly(tree: Tree, label: str) -> None:
     with pytest.raises(CommandError, match="no object with pk=424242"):
         call_command("indexnow_explain", label, "424242")
+
+
+def test_an_unsupported_django_cms_is_named_by_a_check(tree: Tree, monkeypatch) -> None:
+    from django.core import checks
+
+    from indexnow_django.contrib.djangocms import apps as integration
+
+    assert [m.id for m in checks.run_checks(tags=["indexnow"])] == []  # this django CMS
+    monkeypatch.setattr(integration, "cms_version", lambda: "5.0.13")
+
+    found = [m for m in checks.run_checks(tags=["indexnow"]) if m.id == "indexnow.W040"]
+
+    assert found == [
+        checks.Warning(
+            "indexnow_django.contrib.djangocms follows django CMS 5.1 and later; this is "
+            "django CMS 5.0.13, which keeps slugs outside the versions it publishes: a slug "
+            "change is not followed (the old URLs of a page and its descendants are not "
+            "submitted).",
+            hint="Upgrade django CMS to 5.1 or later (with djangocms-versioning 2.8).",
+            obj="indexnow_django.contrib.djangocms",
+            id="indexnow.W040",
+        )
+    ]
+
+
+def test_without_djangocms_versioning_the_app_refuses_to_start(monkeypatch) -> None:
+    from django.apps import apps
+    from django.core.exceptions import ImproperlyConfigured
+
+    from indexnow_django.contrib.djangocms import apps as integration
+
+    installed = apps.is_installed
+    monkeypatch.setattr(
+        integration.apps,
+        "is_installed",
+        lambda name: name != "djangocms_versioning" and installed(name),
+    )
+    with pytest.raises(ImproperlyConfigured) as raised:
+        apps.get_app_config("indexnow_djangocms").ready()
+    assert str(raised.value) == (
+        "indexnow_django.contrib.djangocms needs 'djangocms_versioning' in INSTALLED_APPS "
+        "(before it)."
+    )

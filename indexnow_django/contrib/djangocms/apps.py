@@ -8,6 +8,11 @@ Two hooks that the core app looks for on installed apps' configs:
   seconds. A site saved or deleted in this process, a migration, and a fork
   (each rq job's work horse) make them be read again at once; a web process
   also compares the domains every :data:`SITES_RECHECK_SECONDS`.
+A system check, ``indexnow.W040``, warns on a django CMS release before
+:data:`SUPPORTED_CMS`: 4.1 and 5.0 keep a page's slug on its URL rows, changed
+by the page settings form, not on the versions that are published, so the
+integration cannot follow a slug change there.
+
 - ``indexnow_diagnostics()``: findings for ``manage.py indexnow_check`` (here:
   the sites, their domains, and whether each is an allowed host).
 - ``indexnow_explain(model, obj, now)``: ``manage.py indexnow_explain`` for a
@@ -21,12 +26,14 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import re
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.apps import AppConfig, apps
 from django.conf import settings
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import request_started
 from django.db import DatabaseError, connection
@@ -38,6 +45,36 @@ _UID = "indexnow_django.contrib.djangocms.apps"
 
 #: What the integration needs installed (before it).
 REQUIRED_APPS = ("django.contrib.sites", "cms", "djangocms_versioning", "indexnow_django")
+
+#: The oldest django CMS release whose publishing the integration follows.
+SUPPORTED_CMS = (5, 1)
+
+
+def cms_version() -> str:
+    """The installed django CMS's version (``"5.1.3"``)."""
+    from importlib.metadata import version
+
+    return version("django-cms")
+
+
+def check_cms_version(**kwargs: Any) -> list[checks.CheckMessage]:
+    """``indexnow.W040``: a django CMS release the integration does not follow."""
+    found = cms_version()
+    numbers = tuple(int(part) for part in re.findall(r"\d+", found)[:2])
+    if numbers >= SUPPORTED_CMS:
+        return []
+    oldest = ".".join(map(str, SUPPORTED_CMS))
+    return [
+        checks.Warning(
+            f"indexnow_django.contrib.djangocms follows django CMS {oldest} and later; this "
+            f"is django CMS {found}, which keeps slugs outside the versions it publishes: a "
+            "slug change is not followed (the old URLs of a page and its descendants are not "
+            "submitted).",
+            hint=f"Upgrade django CMS to {oldest} or later (with djangocms-versioning 2.8).",
+            obj="indexnow_django.contrib.djangocms",
+            id="indexnow.W040",
+        )
+    ]
 
 
 def _forget_settings(**kwargs: Any) -> None:
@@ -87,6 +124,7 @@ class IndexNowDjangoCMSConfig(AppConfig):
         from . import handlers
 
         handlers.connect()
+        checks.register(check_cms_version, "indexnow", checks.Tags.compatibility)
         # The sites' domains are part of the settings: read them again when they change.
         post_save.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_saved")
         post_delete.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_deleted")
