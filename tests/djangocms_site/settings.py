@@ -62,14 +62,16 @@ ROOT_URLCONF = "tests.djangocms_site.urls"
 USE_I18N = True
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("de", "German")]
-# Two sites, each with its page tree; a page's URLs are on its own site's domain.
+# Two sites (or more), each with its page tree, in both languages (the "default"
+# entry); a page's URLs are on its own site's domain.
 CMS_LANGUAGES = {
-    site: [
-        {"code": "en", "name": "English", "public": True, "hide_untranslated": True},
-        {"code": "de", "name": "German", "public": True, "hide_untranslated": True},
-    ]
-    for site in (1, 2)
-} | {"default": {"fallbacks": [], "redirect_on_fallback": False, "hide_untranslated": True}}
+    "default": {
+        "public": True,
+        "fallbacks": [],
+        "redirect_on_fallback": False,
+        "hide_untranslated": True,
+    }
+}
 CMS_TEMPLATES = [("page.html", "Page")]
 CMS_CONFIRM_VERSION4 = True
 X_FRAME_OPTIONS = "SAMEORIGIN"

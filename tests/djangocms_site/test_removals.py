@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from cms.models import Page
 from django.urls import reverse
 
@@ -67,30 +68,50 @@ def move(admin, page: Page, target: Page, position: int = 0) -> None:
     assert response.status_code == 200, response.content[:500]
 
 
-def test_admin_move_sends_old_and_new_urls_of_the_subtree(tree: Tree, admin, engine) -> None:
+#: Language fallbacks (German pages on English paths when a German one is missing).
+FALLBACKS = {
+    "default": {
+        "public": True,
+        "fallbacks": ["en", "de"],
+        "redirect_on_fallback": False,
+        "hide_untranslated": True,
+    }
+}
+
+
+@pytest.mark.parametrize("fallbacks", [False, True], ids=["no-fallbacks", "fallbacks"])
+def test_admin_move_sends_old_and_new_urls_of_the_subtree(
+    tree: Tree, admin, engine, settings, fallbacks: bool
+) -> None:
+    if fallbacks:
+        settings.CMS_LANGUAGES = FALLBACKS
     deeper = add(tree.user, "Deeper", "deeper", tree.team)
     admin_add(admin, tree.team, "Draft child", "draft-child")
     engine.reset()
 
     move(admin, tree.team, tree.news)
 
-    expected = [
-        f"{W}/about/team/",
-        f"{W}/news/team/",
-        # News has no German content: django CMS builds the German path on its English one.
-        f"{W}/de/ueber-uns/mannschaft/",
-        f"{W}/de/news/mannschaft/",
-    ]
-    # django CMS 5.1.3 leaves the paths of a moved page's descendants as they were
-    # (the page keeps answering at its old URL): what is sent follows what is served.
-    moved = Page.objects.get(pk=deeper.pk).get_absolute_url("en")
-    if moved != "/about/team/deeper/":
-        expected += [f"{W}/about/team/deeper/", f"{W}{moved}"]
+    # What django CMS serves now: with fallbacks, django CMS 5.1.3 gives the German
+    # page a path on News's English one, and leaves the paths below the moved page as
+    # they were (they keep answering there). What is sent follows what is served.
+    team = Page.objects.get(pk=tree.team.pk)
+    german = team.get_absolute_url("de", fallback=False)
+    below = Page.objects.get(pk=deeper.pk).get_absolute_url("en", fallback=False)
+    expected = {f"{W}/about/team/": 404, f"{W}/news/team/": 200}
+    expected[f"{W}/de/ueber-uns/mannschaft/"] = 404
+    if german is not None:
+        expected[f"{W}{german}"] = 200
+    if below != "/about/team/deeper/":
+        expected.update({f"{W}/about/team/deeper/": 404, f"{W}{below}": 200})
+    assert (german, below) == (
+        ("/de/news/mannschaft/", "/about/team/deeper/")
+        if fallbacks
+        else (None, "/news/team/deeper/")
+    )
     assert posted(engine) == sorted(expected)
     assert len(engine.posts) == 1
-    for url in expected:
-        path = url.removeprefix(W)
-        assert admin.get(path).status_code == (200 if url in expected[1::2] else 404), path
+    for url, status in expected.items():
+        assert admin.get(url.removeprefix(W)).status_code == status, url
 
 
 def test_admin_delete_sends_the_live_urls_of_the_subtree(tree: Tree, admin, engine) -> None:

@@ -106,5 +106,5 @@ def test_indexnow_check_lists_the_sites_and_their_domains(tree: Tree) -> None:
     call_command("indexnow_check", "--offline", stdout=out)
     text = out.getvalue()
     assert "Example: django CMS site 1, 4 page(s), host www.example.com" in text, text
-    assert "Blog: django CMS site 2, 2 page(s), host blog.example.org" in text, text
+    assert f"Blog: django CMS site {tree.blog.pk}, 2 page(s), host blog.example.org" in text, text
     assert f"Other: django CMS site {other.pk}, 0 page(s), host example.net:8000" in text, text
