@@ -19,6 +19,7 @@ from tests.djangocms_site.fixtures import (
     posted,
     translate,
 )
+from tests.rqhelpers import finished_ids, wait_for_count
 
 
 def test_each_language_has_its_own_url(tree: Tree, admin, engine) -> None:
@@ -76,7 +77,7 @@ def test_each_site_gets_its_urls_on_its_domain_with_its_key(
 
 @pytest.mark.worker
 def test_a_real_worker_delivers_an_admin_publish(
-    tree: Tree, admin, engine, start_worker, indexnow_settings
+    tree: Tree, admin, engine, start_worker, indexnow_settings, redis_conn
 ) -> None:
     overrides = {"DISPATCH": "queue"}
     indexnow_settings(**overrides)
@@ -87,6 +88,8 @@ def test_a_real_worker_delivers_an_admin_publish(
     admin_publish(admin, tree.post)
 
     posts = engine.wait_for_posts(2, timeout=30)
+    # Both jobs done (and the worker idle, so that it stops at once when the test ends).
+    wait_for_count(lambda: len(finished_ids(redis_conn)), 2)
 
     by_host = {post.json["host"]: sorted(post.urls) for post in posts}
     assert by_host == {
