@@ -170,3 +170,22 @@ def test_a_login_required_page_is_never_sent(tree: Tree, admin, engine) -> None:
     draft(tree.news, tree.user, slug="press")
     publish(tree.news, tree.user)
     assert posted(engine) == [f"{W}/news/", f"{W}/press/"]
+
+
+def test_under_atomic_requests_a_refused_publish_leaves_no_trace(
+    tree: Tree, admin, engine, monkeypatch
+) -> None:
+    from django.db import connection
+
+    # The whole request is one transaction; the refused publish is a savepoint in it.
+    monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", True)
+    edit(admin, tree.news, slug="about")
+    response = admin_publish(admin, tree.news)
+    messages = [str(m) for m in response.wsgi_request._messages]
+    assert any("could not be published" in m for m in messages), messages
+    assert engine.posts == []
+
+    edit(admin, tree.news, slug="press")
+    admin_publish(admin, tree.news)
+    assert posted(engine) == [f"{W}/news/", f"{W}/press/"]
+    assert len(engine.posts) == 1
