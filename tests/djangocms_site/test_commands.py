@@ -120,12 +120,6 @@ def test_submit_chosen_pages_and_contents(tree: Tree, engine) -> None:
     assert Page.objects.filter(pk=tree.news.pk).exists()
 
 
-@pytest.mark.parametrize("label", ["cms.Page", "cms.PageContent"])
-def test_explain_an_unknown_pk_fails_cleanly(tree: Tree, label: str) -> None:
-    with pytest.raises(CommandError, match="no object with pk=424242"):
-        call_command("indexnow_explain", label, "424242")
-
-
 def test_an_unsupported_django_cms_is_named_by_a_check(tree: Tree, monkeypatch) -> None:
     from django.core import checks
 
