@@ -1,11 +1,11 @@
-"""Sessions: tests (Python x Django matrix), fast, tests_rq3, tests_postgres, wagtail, lint,
-typecheck, docs."""
+"""Sessions: tests (Python x Django matrix), fast, tests_rq3, tests_postgres, wagtail,
+djangocms, lint, typecheck, docs."""
 
 from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "wagtail", "lint", "typecheck", "docs"]
+nox.options.sessions = ["tests", "wagtail", "djangocms", "lint", "typecheck", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 
 # Django 6.x needs Python 3.12+.
@@ -57,6 +57,26 @@ def wagtail(session: nox.Session, wagtail: str, django: str) -> None:
         "tests/wagtail_site",
         "--ds",
         "tests.wagtail_site.settings",
+        *session.posargs,
+    )
+
+
+# The django CMS integration (django CMS 5.1, djangocms-versioning 2.8) on the
+# oldest and the newest Django.
+DJANGOCMS = ["5.2", "6.1"]
+
+
+@nox.session(python="3.12")
+@nox.parametrize("django", DJANGOCMS)
+def djangocms(session: nox.Session, django: str) -> None:
+    session.install("-e", ".[test]", f"django~={django}.0")
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/djangocms_site",
+        "--ds",
+        "tests.djangocms_site.settings",
         *session.posargs,
     )
 

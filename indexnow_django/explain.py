@@ -93,6 +93,11 @@ def _coverage(
     page = _wagtail_page(model)
     if page is not None:
         return _wagtail(obj, now)
+    for app_config in apps.get_app_configs():  # an integration's own answer (django CMS's)
+        hook = getattr(app_config, "indexnow_explain", None)
+        found = hook(model, obj, now) if callable(hook) else None
+        if found is not None:
+            return dict(found)
     from . import tracking
 
     options = tracking.get_registration(model)

@@ -67,6 +67,12 @@ def model_entries(
         model = apps.get_model(label)
     except (LookupError, ValueError) as exc:
         raise SourceError(f"{option} {label}: no such model ({exc}).") from exc
+    origin = f"{model._meta.label} pk={{}}"
+    for app_config in apps.get_app_configs():  # an integration's own pages (django CMS's)
+        hook = getattr(app_config, "indexnow_model_urls", None)
+        found = hook(model, pks) if callable(hook) else None
+        if found is not None:
+            return (Entry(url, origin, pk, False, problem) for pk, url, problem in found)
     options = tracking.get_registration(model)
     if options is None:
         raise SourceError(

@@ -48,8 +48,9 @@ class Command(BaseCommand):
         covered = report["covered_by"]
         if covered is None:
             write("  Covered by: nothing")
-        elif covered["kind"] == "wagtail":
-            write(f"  Covered by: the Wagtail integration ({covered['integration']})")
+        elif "integration" in covered:
+            name = covered.get("name", "Wagtail")
+            write(f"  Covered by: the {name} integration ({covered['integration']})")
         else:
             via = (
                 f" (registered for {covered['model']})" if covered["model"] != obj["model"] else ""

@@ -1,0 +1,272 @@
+"""The django CMS integration's app: wiring, the sites' domains, and what ``indexnow_check`` shows.
+
+Two hooks that the core app looks for on installed apps' configs:
+
+- ``indexnow_hosts()``: the hosts URLs may be submitted for besides
+  ``INDEXNOW["HOSTS"]`` (here: every ``django.contrib.sites`` ``Site``'s
+  domain, each with its page tree), read again by every process every few
+  seconds. A site saved or deleted in this process, a migration, and a fork
+  (each rq job's work horse) make them be read again at once; a web process
+  also compares the domains every :data:`SITES_RECHECK_SECONDS`.
+A system check, ``indexnow.W040``, warns on a django CMS release before
+:data:`SUPPORTED_CMS`: 4.1 and 5.0 keep a page's slug on its URL rows, changed
+by the page settings form, not on the versions that are published, so the
+integration cannot follow a slug change there.
+
+- ``indexnow_diagnostics()``: findings for ``manage.py indexnow_check`` (here:
+  the sites, their domains, and whether each is an allowed host).
+- ``indexnow_explain(model, obj, now)``: ``manage.py indexnow_explain`` for a
+  ``cms.Page`` (every language) or a ``cms.PageContent`` (its language).
+- ``indexnow_model_urls(model, pks)``: ``manage.py indexnow_submit --model
+  cms.Page`` (or ``cms.PageContent``, ``--pk``): the live URLs of the pages.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.apps import AppConfig, apps
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import request_started
+from django.db import DatabaseError, connection
+from django.db.models.signals import post_delete, post_migrate, post_save
+
+logger = logging.getLogger(__name__)
+
+_UID = "indexnow_django.contrib.djangocms.apps"
+
+#: What the integration needs installed (before it).
+REQUIRED_APPS = ("django.contrib.sites", "cms", "djangocms_versioning", "indexnow_django")
+
+#: The oldest django CMS release whose publishing the integration follows.
+SUPPORTED_CMS = (5, 1)
+
+
+def cms_version() -> str:
+    """The installed django CMS's version (``"5.1.3"``)."""
+    from importlib.metadata import version
+
+    return version("django-cms")
+
+
+def check_cms_version(**kwargs: Any) -> list[checks.CheckMessage]:
+    """``indexnow.W040``: a django CMS release the integration does not follow."""
+    found = cms_version()
+    numbers = tuple(int(part) for part in re.findall(r"\d+", found)[:2])
+    if numbers >= SUPPORTED_CMS:
+        return []
+    oldest = ".".join(map(str, SUPPORTED_CMS))
+    return [
+        checks.Warning(
+            f"indexnow_django.contrib.djangocms follows django CMS {oldest} and later; this "
+            f"is django CMS {found}, which keeps slugs outside the versions it publishes: a "
+            "slug change is not followed (the old URLs of a page and its descendants are not "
+            "submitted).",
+            hint=f"Upgrade django CMS to {oldest} or later (with djangocms-versioning 2.8).",
+            obj="indexnow_django.contrib.djangocms",
+            id="indexnow.W040",
+        )
+    ]
+
+
+def _forget_settings(**kwargs: Any) -> None:
+    from ...conf import clear_cache
+
+    clear_cache()
+
+
+#: Seconds between two looks, per process, at whether the sites' domains changed.
+SITES_RECHECK_SECONDS = 30.0
+
+_sites_seen: tuple[float, tuple[str, ...] | None] = (-SITES_RECHECK_SECONDS, None)
+
+
+def _notice_site_changes(**kwargs: Any) -> None:
+    """``request_started``: every 30 s at most, compare the sites' domains with the last look."""
+    global _sites_seen
+    checked_at, seen = _sites_seen
+    now = time.monotonic()
+    if now - checked_at < SITES_RECHECK_SECONDS:
+        return
+    try:
+        from .pages import site_hosts
+
+        hosts = tuple(site_hosts())
+    except DatabaseError:
+        return
+    _sites_seen = (now, hosts)
+    if hosts != seen:
+        _forget_settings()
+
+
+class IndexNowDjangoCMSConfig(AppConfig):
+    name = "indexnow_django.contrib.djangocms"
+    label = "indexnow_djangocms"
+    verbose_name = "IndexNow for django CMS"
+
+    def ready(self) -> None:
+        for required in REQUIRED_APPS:
+            if not apps.is_installed(required):
+                raise ImproperlyConfigured(
+                    f"indexnow_django.contrib.djangocms needs {required!r} in INSTALLED_APPS "
+                    "(before it)."
+                )
+        from django.contrib.sites.models import Site
+
+        from . import handlers
+
+        handlers.connect()
+        checks.register(check_cms_version, "indexnow", checks.Tags.compatibility)
+        # The sites' domains are part of the settings: read them again when they change.
+        post_save.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_saved")
+        post_delete.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_deleted")
+        post_migrate.connect(_forget_settings, dispatch_uid=f"{_UID}.migrated")
+        request_started.connect(_notice_site_changes, dispatch_uid=f"{_UID}.request_started")
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forget_settings)
+
+    def indexnow_hosts(self) -> list[str]:
+        """Every site's domain; none while the sites' table does not exist yet."""
+        from django.contrib.sites.models import Site
+
+        try:
+            if Site._meta.db_table not in connection.introspection.table_names():
+                return []
+            from .pages import site_hosts
+
+            return site_hosts()
+        except DatabaseError:
+            logger.debug("IndexNow could not read the sites yet", exc_info=True)
+            return []
+
+    def indexnow_diagnostics(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        """``(section, status, message, data)`` for ``indexnow_check``: the sites, their pages."""
+        from cms.models import Page
+        from django.contrib.sites.models import Site
+
+        from ...conf import get_settings
+        from ...protocol.normalize import InvalidURL, host_of, normalize_url
+
+        allowed = get_settings().hosts
+        sites = list(Site.objects.order_by("pk"))
+        if not sites:
+            yield ("sites", "WARN", "no Site: django CMS pages have no domain to be sent on", {})
+            return
+        for site in sites:
+            try:
+                host = host_of(normalize_url(f"https://{site.domain}/"))
+            except InvalidURL:
+                yield (
+                    "sites",
+                    "WARN",
+                    f"{site.name or site.pk}: domain {site.domain!r} is not a host name "
+                    "(its pages' URLs are dropped)",
+                    {"site": site.pk},
+                )
+                continue
+            pages = Page.objects.filter(site=site).count()
+            status = "OK" if host in allowed else "WARN"
+            note = "" if status == "OK" else " (not an allowed host: its URLs are dropped)"
+            yield (
+                "sites",
+                status,
+                f"{site.name or site.domain}: django CMS site {site.pk}, {pages} page(s), "
+                f"host {host}{note}",
+                {"site": site.pk, "host": host, "pages": pages},
+            )
+
+    def indexnow_explain(
+        self, model: type[Any], obj: Any, now: datetime.datetime
+    ) -> dict[str, Any] | None:
+        """What ``indexnow_explain`` says of a page or a page's content; ``None`` for the rest."""
+        from cms.models import Page, PageContent
+
+        from .pages import describe
+
+        if issubclass(model, PageContent):
+            page, languages = obj.page, [obj.language]
+        elif issubclass(model, Page):
+            # Every language it has content in (a draft has no URL row yet).
+            has = set(obj.urls.values_list("language", flat=True))
+            has.update(
+                PageContent.admin_manager.filter(page=obj).values_list("language", flat=True)
+            )
+            languages = [code for code, _name in settings.LANGUAGES if code in has]
+            page = obj
+        else:
+            return None
+        why, urls = describe(page, languages)
+        return {
+            "covered_by": {"kind": "djangocms", "name": "django CMS", "integration": self.name},
+            "public": any(urls.values()),
+            "why": why,
+            "publish_at": None,
+            "_scheduled_at": None,
+            "_languages": urls,
+        }
+
+    def indexnow_model_urls(
+        self, model: type[Any], pks: Sequence[str] | None
+    ) -> Iterator[tuple[Any, str, str | None]] | None:
+        """``(pk, URL, problem)`` for ``indexnow_submit --model`` of pages, or ``None``."""
+        from cms.models import Page, PageContent
+
+        if not issubclass(model, (Page, PageContent)):
+            return None
+        return _model_urls(model, pks)
+
+
+def _model_urls(
+    model: type[Any], pks: Sequence[str] | None
+) -> Iterator[tuple[Any, str, str | None]]:
+    from cms.models import PageContent
+    from django.core.exceptions import ValidationError
+    from djangocms_versioning.constants import PUBLISHED
+
+    from .pages import PageURLs
+
+    urls = PageURLs()
+    contents = issubclass(model, PageContent)
+    published: dict[tuple[Any, str], Any] = {}
+    if contents:  # a page's URL in a language belongs to its published content
+        for pk, page_id, language in PageContent.admin_manager.filter(
+            versions__state=PUBLISHED
+        ).values_list("pk", "page_id", "language"):
+            published[(page_id, language)] = pk
+    if pks is None:
+        for page_id, language, url in urls.each():
+            yield (published.get((page_id, language)) if contents else page_id), url, None
+        return
+    manager = PageContent.admin_manager if contents else model._default_manager
+    for typed in pks:
+        try:
+            obj = manager.filter(pk=model._meta.pk.to_python(typed)).first()
+        except ValidationError as exc:
+            yield typed, "", f"not a primary key ({'; '.join(exc.messages)})"
+            continue
+        if obj is None:
+            yield typed, "", "no such object"
+            continue
+        if contents and published.get((obj.page_id, obj.language)) != obj.pk:
+            yield typed, "", "not public: not the published version of its page"
+            continue
+        page = obj.page if contents else obj
+        live = urls.page(page, obj.language if contents else None)
+        if not live:
+            yield (
+                typed,
+                "",
+                "not public in any language: no published version, an "
+                "unpublished page above it, or login_required",
+            )
+            continue
+        for url in live.values():
+            yield typed, url, None
