@@ -99,7 +99,12 @@ def test_workers_share_the_count_and_one_of_them_writes_the_line(
     start_worker: Callable[..., Any],
     redis_conn: Any,
 ) -> None:
-    overrides = {**shared_cache, "DISPATCH": "queue", "RETRY": dict(FAST_RETRY)}
+    overrides = {
+        **shared_cache,
+        "DISPATCH": "queue",
+        "RETRY": dict(FAST_RETRY),
+        "QUEUE": {"COALESCE": 0},  # a job, and a POST, per flush
+    }
     indexnow_settings(**overrides)
     engine.queue_replies(*[FORBIDDEN] * 6)
     for n in range(6):

@@ -103,7 +103,11 @@ def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
     from indexnow_django.transports.rq.queue import META_BATCH_ID
     from tests.rqhelpers import exc_string, only_queued_job, wait_for_batch
 
-    overrides = {"DISPATCH": "queue", "ENGINES": [engine_with_credentials(engine)]}
+    overrides = {
+        "DISPATCH": "queue",
+        "ENGINES": [engine_with_credentials(engine)],
+        "QUEUE": {"COALESCE": 0},  # the flush's own job fails
+    }
     indexnow_settings(**overrides)
     engine.queue_replies(forbidden())
     caplog.set_level(logging.DEBUG, logger="indexnow_django")

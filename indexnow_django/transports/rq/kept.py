@@ -1,11 +1,10 @@
 """The URLs web processes kept in the database while Redis could not take their jobs, queued
 again by a worker once it can (:mod:`indexnow_django.delivery.pending`).
 
-A backlog goes out merged: the kept rows of one look go to the outbox of their
-engines (:mod:`.coalesce`; a delivery job per set of engines when
-``QUEUE["COALESCE"]`` is 0), however many flushes they were kept from, so that a
-backlog of N URLs for a host costs about N / ``BATCH["MAX_URLS"]`` POSTs per
-engine, not one per flush.
+A backlog goes out merged: the kept rows of one look become one delivery job per
+set of engines (and ``force``), queued at once, however many flushes they were
+kept from, so that a backlog of N URLs for a host costs about
+N / ``BATCH["MAX_URLS"]`` POSTs per engine, not one per flush.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from django.db import transaction
 from ...conf import IndexNowSettings
 from ...delivery.parcel import Parcel, new_batch_id
 from ...delivery.pending import DRAIN_SLICE, ENQUEUE_TIMED_OUT, PendingSubmission
-from .jobs import RQCarrier
-from .queue import claim_batch_run
+from .queue import claim_batch_run, enqueue_delivery
 
 if TYPE_CHECKING:
     from rq.queue import Queue
@@ -68,7 +66,7 @@ def enqueue_kept(queue: Queue, conf: IndexNowSettings) -> list[str]:
             parcel = Parcel.of(
                 urls, batch_id=new_batch_id(), gone=gone, engines=engines, force=force
             )
-            job_id = RQCarrier(queue, conf).put_back(parcel, 0)
+            job_id = str(enqueue_delivery(queue, parcel, conf=conf).id)
             logger.info(
                 "IndexNow kept count=%d of %d flush(es) queued job=%s (kept since %s: %s)",
                 len(parcel),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ... import compat
 from ...compat.tasks import is_rq_backend
 from ...delivery.inprocess import send_in_process
-from ...delivery.parcel import Parcel
+from ...delivery.parcel import LIVENESS, Parcel
 from ..base import Enqueued, Publication, Transport
 from .enqueue import (
     backend,
@@ -149,3 +149,26 @@ class TasksTransport(Transport):
         from django.utils.translation import gettext
 
         return gettext("queued for delivery")
+
+
+def _task_alive(task_id: str) -> bool:
+    """Whether the delivery task ``task_id`` may still send (waiting or running): a claim of
+    the debounce store held by a task that died (failed by the sweep that sent it again)
+    can be taken back. ``True`` where the backend cannot be asked."""
+    from ...compat.tasks import is_database_backend, tasks_framework
+    from ...conf import get_settings
+
+    try:
+        if not is_database_backend(backend(get_settings(resolve_hosts=False))):
+            return True
+        from django_tasks_db.models import DBTaskResult
+
+        framework = tasks_framework()
+        assert framework is not None
+        status = DBTaskResult.objects.filter(pk=task_id).values_list("status", flat=True).first()
+    except Exception:
+        return True
+    return status in (framework.status.READY, framework.status.RUNNING)
+
+
+LIVENESS["task"] = _task_alive
