@@ -212,7 +212,7 @@ def test_the_detail_shows_the_urls_and_the_answer(client, engine, history_on):
 def test_a_rejected_job_links_to_the_failed_job_in_django_rq(
     client, engine, indexnow_settings, history_on, start_worker, redis_conn
 ):
-    overrides = {**history_on, "DISPATCH": "queue", "QUEUE": {"COALESCE": 0}}  # a job per flush
+    overrides = {**history_on, "DISPATCH": "queue", "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600}}
     indexnow_settings(**overrides)
     engine.queue_replies(Reply(422, body="Unprocessable Entity"))
     dispatch(["/a/"])

@@ -103,7 +103,7 @@ def test_workers_share_the_count_and_one_of_them_writes_the_line(
         **shared_cache,
         "DISPATCH": "queue",
         "RETRY": dict(FAST_RETRY),
-        "QUEUE": {"COALESCE": 0},  # a job, and a POST, per flush
+        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # a job, and a POST, per flush
     }
     indexnow_settings(**overrides)
     engine.queue_replies(*[FORBIDDEN] * 6)

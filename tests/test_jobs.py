@@ -60,7 +60,8 @@ SLACK = 2.3
 def queue_settings(indexnow_settings: Any, **changes: Any) -> dict[str, Any]:
     """Queue dispatch with fast retries, here and (returned) for the worker; a job per flush
     (``QUEUE["COALESCE"]`` 0): these tests follow the job that a flush makes."""
-    queue = {"COALESCE": 0, **changes.pop("QUEUE", {})}
+    # Finished jobs kept for the tests that read them, as the suite's settings keep them.
+    queue = {"COALESCE": 0, "RESULT_TTL": 600, **changes.pop("QUEUE", {})}
     overrides: dict[str, Any] = {
         "DISPATCH": "queue",
         "RETRY": dict(FAST_RETRY),

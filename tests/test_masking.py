@@ -106,7 +106,7 @@ def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
     overrides = {
         "DISPATCH": "queue",
         "ENGINES": [engine_with_credentials(engine)],
-        "QUEUE": {"COALESCE": 0},  # the flush's own job fails
+        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # the flush's own job fails
     }
     indexnow_settings(**overrides)
     engine.queue_replies(forbidden())

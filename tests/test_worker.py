@@ -33,7 +33,11 @@ from tests.testapp.jobs import (
 PATHS = ["/one/", "/two/", "/three/"]
 URLS = [f"https://www.example.com{path}" for path in PATHS]
 #: A job per flush (no coalescing window): these tests count the flushes a job's saves make.
-QUEUE_SETTINGS = {"DISPATCH": "queue", "DEBOUNCE": {"CACHE": "shared"}, "QUEUE": {"COALESCE": 0}}
+QUEUE_SETTINGS = {
+    "DISPATCH": "queue",
+    "DEBOUNCE": {"CACHE": "shared"},
+    "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},
+}
 
 
 def delivery_jobs(conn: Any) -> list[Any]:
@@ -403,7 +407,7 @@ def test_a_job_stranded_by_a_full_redis_is_sent_once_when_redis_has_room(
 
     queues = {"default": {"URL": f"{private_redis.url}/0"}}
     settings.RQ_QUEUES = queues
-    overrides = {"DISPATCH": "queue", "QUEUE": {"COALESCE": 0}}  # the flush's own job
+    overrides = {"DISPATCH": "queue", "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600}}
     indexnow_settings(**overrides)
     conn = redis.Redis.from_url(f"{private_redis.url}/0")
     queue = get_queue(get_settings())
