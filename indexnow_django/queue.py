@@ -119,8 +119,13 @@ def heartbeat_ttl() -> int:
 
 
 def new_batch_id() -> str:
-    """A short random id that a flush, its jobs and their retries share in logs."""
-    return uuid.uuid4().hex[:12]
+    """A short id that a flush, its jobs and their retries share in logs and the history.
+
+    Its first 10 hex digits are the time of the flush in hundredths of a second, the
+    other 6 random: the flush time travels with every job of the batch (see
+    :func:`indexnow_django.history.flushed_at`).
+    """
+    return f"{int(time.time() * 100):010x}{uuid.uuid4().hex[:6]}"
 
 
 def connection(name: str, *, timeout: float = REDIS_TIMEOUT) -> Redis:
