@@ -36,6 +36,7 @@ from django.utils.translation import ngettext
 from .compat import admin_markup
 from .conf import IndexNowSettings, get_settings
 from .entries import read_pasted
+from .health import trouble
 from .models import Delivery
 from .runs import send_urls
 
@@ -347,6 +348,7 @@ class DeliveryAdmin(_ModelAdmin):
             context["indexnow_can_submit"] = self.has_submit_permission(request)
             context["indexnow_history_enabled"] = conf.history_enabled if conf else True
             context["indexnow_admin"] = admin_markup()
+            context["indexnow_trouble"] = trouble(conf) if conf and conf.history_enabled else []
         return response
 
     # -- actions

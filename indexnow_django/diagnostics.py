@@ -56,6 +56,7 @@ SECTIONS: dict[str, str] = {
     "models": "Registered models",
     "sites": "Sites (from installed apps, e.g. Wagtail)",
     "jobs": "Jobs",
+    "health": "Deliveries per host and engine (from the history)",
 }
 
 #: The section of each system check that is not about the settings themselves.
@@ -1389,4 +1390,7 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     if state is not None:
         _jobs_section(diag, state, conf)
     _pending_section(diag, conf)
+    from .health import add_findings
+
+    add_findings(diag, conf)
     return diag
