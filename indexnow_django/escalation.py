@@ -132,6 +132,8 @@ def _count(cache: BaseCache, key: str, answer: str) -> tuple[int, list[str]]:
     cache.touch(key, COUNT_TTL)
     answers = [*(cache.get(answers_key) or []), answer][-ANSWERS_KEPT:]
     cache.set(answers_key, answers, COUNT_TTL)
+    if count == FAILURES_BEFORE_CRITICAL:
+        cache.set(key + ":alerted", True, COUNT_TTL)
     return count, answers
 
 
@@ -145,13 +147,18 @@ def _reset(cache: BaseCache, key: str) -> tuple[int, list[str]]:
         pipe.get(make_key(key))
         pipe.lrange(make_key(answers_key), 0, -1)
         pipe.delete(make_key(key), make_key(answers_key))
-        count, answers, _ = pipe.execute()
-        return int(count or 0), [_text(item) for item in answers]
-    count = cache.get(key)
-    answers = cache.get(answers_key) or []
-    if count is not None:
-        cache.delete_many([key, answers_key])
-    return int(count or 0), list(answers)
+        stored, listed, _ = pipe.execute()
+        return int(stored or 0), [_text(item) for item in listed]
+    # Plain deletes while nothing was wrong (a delete says whether there was something):
+    # the line was written when the count reached it, so the count is read only then.
+    count = 0
+    answers: list[str] = []
+    if cache.delete(key + ":alerted"):
+        count = int(cache.get(key) or FAILURES_BEFORE_CRITICAL)
+        answers = list(cache.get(answers_key) or [])
+    cache.delete(key)
+    cache.delete(answers_key)
+    return count, answers
 
 
 def _text(item: bytes | str) -> str:
