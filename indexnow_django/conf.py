@@ -85,6 +85,7 @@ DEFAULTS: dict[str, Any] = {
     "DEBOUNCE": {"CACHE": "default", "TTL": 600},
     "HTTP": {"TIMEOUT": 10},
     "HISTORY": {"ENABLED": True, "RETENTION_DAYS": 14},
+    "PREFLIGHT": {"ENABLED": False},
     "PREVIOUS_KEYS": [],
     "THROTTLE": {"MAX_REQUESTS_PER_MINUTE": 60},
     "TASKS": {"BACKEND": "default", "QUEUE_NAME": "default"},
@@ -184,6 +185,8 @@ class IndexNowSettings:
     http_timeout: float
     history_enabled: bool = True
     history_retention_days: int = 14
+    #: ``PREFLIGHT["ENABLED"]``: public URLs are rendered in-process before they are sent.
+    preflight_enabled: bool = False
     #: ``PREVIOUS_KEYS``: the main key's predecessors, still served.
     previous_keys: tuple[str, ...] = ()
     #: ``THROTTLE["MAX_REQUESTS_PER_MINUTE"]``: POSTs a minute per engine, ``None``: no limit.
@@ -830,6 +833,15 @@ def _rule_history(conf: Mapping[str, Any]) -> Iterator[Problem]:
     )
 
 
+def _rule_preflight(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    enabled = conf["PREFLIGHT"]["ENABLED"]
+    if not isinstance(enabled, bool):
+        yield Problem(
+            "indexnow.E024",
+            f"INDEXNOW['PREFLIGHT']['ENABLED'] must be True or False, not {enabled!r}.",
+        )
+
+
 def _rule_throttle(conf: Mapping[str, Any]) -> Iterator[Problem]:
     per_minute = conf["THROTTLE"]["MAX_REQUESTS_PER_MINUTE"]
     if per_minute is None:
@@ -864,10 +876,21 @@ NESTED_RULES: tuple[Rule, ...] = (
     _rule_debounce,
     _rule_http,
     _rule_history,
+    _rule_preflight,
     _rule_throttle,
     _rule_tasks,
 )
-NESTED = ("QUEUE", "RETRY", "BATCH", "DEBOUNCE", "HTTP", "HISTORY", "THROTTLE", "TASKS")
+NESTED = (
+    "QUEUE",
+    "RETRY",
+    "BATCH",
+    "DEBOUNCE",
+    "HTTP",
+    "HISTORY",
+    "PREFLIGHT",
+    "THROTTLE",
+    "TASKS",
+)
 
 
 def validate(raw: Any = None) -> list[Problem]:
@@ -947,6 +970,7 @@ def _build(raw: Mapping[str, Any]) -> IndexNowSettings:
         http_timeout=conf["HTTP"]["TIMEOUT"],
         history_enabled=conf["HISTORY"]["ENABLED"],
         history_retention_days=conf["HISTORY"]["RETENTION_DAYS"],
+        preflight_enabled=conf["PREFLIGHT"]["ENABLED"],
         previous_keys=tuple(conf["PREVIOUS_KEYS"]),
         throttle_per_minute=conf["THROTTLE"]["MAX_REQUESTS_PER_MINUTE"],
         tasks_backend=conf["TASKS"]["BACKEND"],

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from . import escalation, signals
+from . import escalation, preflight, signals
 from .client import Engine, IndexNowClient, Outcome, PostResult
 from .conf import HostConfig, IndexNowSettings, get_settings
 from .debounce import Claim, DebounceStore
@@ -96,6 +96,8 @@ class DeliveryReport:
     deferred: list[Deferred] = field(default_factory=list)
     #: ``(engine, urls)`` of the POSTs not started because the deadline passed.
     left: list[tuple[Engine, list[str]]] = field(default_factory=list)
+    #: ``(url, reason)`` for public URLs the preflight held back (``PREFLIGHT``).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def accepted(self) -> list[PostResult]:
@@ -209,6 +211,8 @@ def deliver_now(
         report.gone = frozenset(
             gone_urls(valid, gone if isinstance(gone, Collection) else list(gone), conf)
         )
+    if conf.preflight_enabled and (attempt or 1) == 1:  # a retry sends what was screened
+        valid, report.skipped = preflight.screen(valid, report.gone, batch_id=batch_id, conf=conf)
     if not valid:
         return report
     store = make_debounce(conf)

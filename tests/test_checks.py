@@ -55,7 +55,7 @@ def test_unknown_key_suggests_the_right_one(settings):
         checks.Error(
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
-            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY, PREVIOUS_KEYS, "
+            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY, PREFLIGHT, PREVIOUS_KEYS, "
             "THROTTLE, TASKS.",
             id="indexnow.E002",
         )

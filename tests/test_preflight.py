@@ -1,0 +1,179 @@
+"""The preflight: public URLs rendered through the site before they are sent; the pages that
+say they should not be indexed are skipped, recorded, counted and explained."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from indexnow_django.dispatch import dispatch
+from indexnow_django.models import Delivery
+from indexnow_django.preflight import _says_noindex, reason_to_skip
+from indexnow_django.testing import LoopbackEngine
+from tests.testapp.models import Post
+from tests.urls_preflight import RENDERED
+
+pytestmark = pytest.mark.django_db
+
+BASE = "https://www.example.com"
+SLUGS = ["plain", "noindex-meta", "noindex-header", "canonical-copy", "broken", "moved"]
+SKIPPED = {
+    f"{BASE}/posts/noindex-meta/": "noindex",
+    f"{BASE}/posts/noindex-header/": "noindex",
+    f"{BASE}/posts/canonical-copy/": f"canonical {BASE}/posts/the-original/",
+    f"{BASE}/posts/broken/": "status 500",
+    f"{BASE}/posts/moved/": "status 301",
+    f"{BASE}/posts/draft/": "status 404",
+}
+PREFLIGHT_SITE = {"ROOT_URLCONF": "tests.urls_preflight"}
+
+
+@pytest.fixture
+def site(settings: Any, indexnow_settings: Callable[..., Any]) -> Iterator[dict[str, Any]]:
+    """Preflight on, the posts' pages in the URLconf, nothing rendered yet."""
+    settings.ROOT_URLCONF = PREFLIGHT_SITE["ROOT_URLCONF"]
+    overrides = {"PREFLIGHT": {"ENABLED": True}}
+    indexnow_settings(**overrides)
+    RENDERED.clear()
+    yield overrides
+    RENDERED.clear()
+
+
+def make_posts(*slugs: str, status: str = Post.PUBLISHED) -> list[Post]:
+    return [Post.objects.create(title=slug.title(), slug=slug, status=status) for slug in slugs]
+
+
+def skipped_in_history() -> dict[str, str]:
+    return {
+        url: row.answer
+        for row in Delivery.objects.filter(outcome="skipped")
+        for url in row.url_list
+    }
+
+
+def test_pages_that_say_not_to_index_them_are_skipped_and_the_plain_one_is_sent(
+    engine: LoopbackEngine, history_on: Any, site: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    make_posts(*SLUGS)
+    make_posts("draft", status=Post.DRAFT)
+
+    with caplog.at_level("INFO", logger="indexnow_django"):
+        dispatch([f"/posts/{slug}/" for slug in [*SLUGS, "draft"]])
+
+    [post] = engine.posts
+    assert post.urls == [f"{BASE}/posts/plain/"]
+    assert skipped_in_history() == SKIPPED
+    rows = Delivery.objects.filter(outcome="skipped")
+    assert {(row.engine, row.host, row.status) for row in rows} == {
+        ("preflight", "www.example.com", None)
+    }
+    assert "IndexNow preflight skipped batch=" in caplog.text
+    assert f"url={BASE}/posts/noindex-header/ reason=noindex" in caplog.text
+
+
+def test_a_gone_url_is_never_rendered_and_is_sent(
+    engine: LoopbackEngine, history_on: Any, site: Any
+) -> None:
+    make_posts("plain", "broken")
+
+    dispatch(["/posts/plain/", "/posts/broken/"], gone=["/posts/broken/"])
+
+    assert RENDERED == {"/posts/plain/": 1}
+    assert sorted(engine.posted_urls()) == [f"{BASE}/posts/broken/", f"{BASE}/posts/plain/"]
+    assert not Delivery.objects.filter(outcome="skipped").exists()
+
+
+def test_off_by_default_nothing_is_rendered(
+    engine: LoopbackEngine, settings: Any, history_on: Any
+) -> None:
+    settings.ROOT_URLCONF = PREFLIGHT_SITE["ROOT_URLCONF"]
+    RENDERED.clear()
+    make_posts("noindex-meta")
+
+    dispatch(["/posts/noindex-meta/"])
+
+    assert RENDERED == {}
+    assert engine.posted_urls() == [f"{BASE}/posts/noindex-meta/"]
+
+
+def test_nothing_to_send_when_every_url_is_skipped(
+    engine: LoopbackEngine, history_on: Any, site: Any
+) -> None:
+    make_posts("noindex-meta")
+
+    dispatch(["/posts/noindex-meta/"])
+
+    assert engine.posts == []
+    assert skipped_in_history() == {f"{BASE}/posts/noindex-meta/": "noindex"}
+
+
+def test_indexnow_submit_model_counts_the_skipped_urls(
+    engine: LoopbackEngine, history_on: Any, site: Any
+) -> None:
+    make_posts("plain", "noindex-meta", "broken")
+    out = StringIO()
+
+    call_command("indexnow_submit", "--model", "testapp.Post", "--sync", stdout=out)
+
+    assert (
+        out.getvalue()
+        .strip()
+        .endswith(
+            "3 read, 3 valid, 0 invalid, 0 duplicate(s), 0 debounced, "
+            "2 skipped by the preflight, 1 accepted, 0 rejected, 0 failed."
+        )
+    )
+    assert engine.posted_urls() == [f"{BASE}/posts/plain/"]
+
+    out = StringIO()
+    call_command(
+        "indexnow_submit", "--model", "testapp.Post", "--sync", "--json", "--force", stdout=out
+    )
+    assert json.loads(out.getvalue())["counts"]["skipped"] == 2
+
+
+def test_indexnow_explain_shows_the_skipped_url_and_its_reason(
+    engine: LoopbackEngine, history_on: Any, site: Any
+) -> None:
+    [post] = make_posts("canonical-copy")
+    dispatch(["/posts/canonical-copy/"])
+    out = StringIO()
+
+    call_command("indexnow_explain", "testapp.Post", str(post.pk), stdout=out)
+
+    assert (
+        f"www.example.com: skipped by the preflight (canonical {BASE}/posts/the-original/), batch "
+    ) in out.getvalue()
+
+
+def test_the_page_is_rendered_for_its_host_and_scheme(site: Any) -> None:
+    make_posts("plain")
+
+    # The canonical link names the URL as the request saw it: same scheme and host.
+    assert reason_to_skip(f"{BASE}/posts/plain/") is None
+    assert reason_to_skip("http://blog.example.com:8000/posts/plain/") is None
+    assert reason_to_skip(f"{BASE}/posts/plain/?page=2") is None
+    assert reason_to_skip(f"{BASE}/no/such/page/") == "status 404"
+
+
+@pytest.mark.parametrize(
+    ("value", "noindex"),
+    [
+        ("noindex", True),
+        ("NoIndex, nofollow", True),
+        ("none", True),
+        ("nofollow", False),
+        ("googlebot: noindex", False),
+        ("bingbot: noindex", True),
+        ("unavailable_after: 25 Jun 2030 15:00:00 PST", False),
+        ("googlebot: nofollow, bingbot: noindex", True),
+        ("noarchive, googlebot: noindex", False),
+    ],
+)
+def test_x_robots_tag_values(value: str, noindex: bool) -> None:
+    assert _says_noindex(value) is noindex
