@@ -38,6 +38,7 @@ from .conf import IndexNowSettings, get_settings
 from .entries import read_pasted
 from .health import trouble
 from .models import Delivery
+from .report import freshness
 from .runs import send_urls
 
 if TYPE_CHECKING:
@@ -391,8 +392,33 @@ class DeliveryAdmin(_ModelAdmin):
                 self.admin_site.admin_view(self.submit_view),
                 name="{}_{}_submit".format(*info),
             ),
+            path(
+                "report/",
+                self.admin_site.admin_view(self.report_view),
+                name="{}_{}_report".format(*info),
+            ),
             *super().get_urls(),
         ]
+
+    def report_view(self, request: HttpRequest) -> HttpResponse:
+        """The freshness report of ``manage.py indexnow_report`` (:mod:`.report`)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        conf = get_settings()
+        try:
+            days = max(1, min(int(request.GET.get("days", 7)), 366))
+        except ValueError:
+            days = 7
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("IndexNow freshness report"),
+            "opts": self.opts,
+            "indexnow_admin": admin_markup(),
+            "has_view_permission": True,
+            "report": freshness(days, conf=conf) if conf.history_enabled else None,
+            "days": days,
+        }
+        return TemplateResponse(request, "admin/indexnow/delivery/report.html", context)
 
     def submit_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_submit_permission(request):

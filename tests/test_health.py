@@ -182,3 +182,79 @@ def test_the_admin_list_shows_the_trouble_above_the_list_while_it_lasts(
     dispatch(["/ok/"])
     html = client.get(LIST).content.decode()
     assert "indexnow-trouble" not in html
+
+
+# --------------------------------------------------------------------------- a real worker
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_retrying_429s_makes_one_critical_line_a_warning_and_then_recovers(
+    engine: LoopbackEngine,
+    history_on: dict[str, Any],
+    indexnow_settings: Callable[..., Any],
+    start_worker: Callable[..., Any],
+    redis_conn: Any,
+) -> None:
+    from tests.rqhelpers import FAST_RETRY, failed_ids, wait_for_count
+
+    overrides = {
+        **history_on,
+        "DISPATCH": "queue",
+        "DEBOUNCE": {"CACHE": "shared", "TTL": 600},
+        "RETRY": {**FAST_RETRY, "MAX_ATTEMPTS": 5},
+    }
+    indexnow_settings(**overrides)
+    busy = Reply(429, body="Too Many Requests")
+    engine.queue_replies(*[busy] * 5)
+    name = engine_name(engine)
+    line = f"IndexNow host={HOST} engine={name} failed 5 times in a row (answers: 429, 429, 429"
+
+    # One flush, retried by the worker through rq's scheduler until it gives up.
+    dispatch(["/a/"])
+    worker = start_worker(overrides)
+    wait_for_count(lambda: len(failed_ids(redis_conn)), 1, timeout=60)
+
+    assert [post.reply.status for post in engine.posts] == [429] * 5
+    assert worker.output().count(line) == 1
+    output, error = run_check()
+    assert error is None
+    [found] = health_lines(output)
+    assert found.startswith(f"WARN  {HOST} → {name}: 5 failed POSTs in a row since ")
+    assert "last answer 429 (too many requests): Too Many Requests; never accepted" in found
+
+    # The next accepted POST clears the warning and logs the recovery.
+    dispatch(["/b/"])
+    worker.wait_for_output(f"IndexNow host={HOST} engine={name} recovered: accepted after 5")
+    output, error = run_check()
+    [found] = health_lines(output)
+    assert found.startswith(f"OK    {HOST} → {name}: last accepted ")
+    assert worker.output().count(line) == 1
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_with_five_403s_fails_the_check(
+    engine: LoopbackEngine,
+    history_on: dict[str, Any],
+    indexnow_settings: Callable[..., Any],
+    start_worker: Callable[..., Any],
+    redis_conn: Any,
+) -> None:
+    from tests.rqhelpers import failed_ids, wait_for_count
+
+    overrides = {**history_on, "DISPATCH": "queue", "DEBOUNCE": {"CACHE": "shared", "TTL": 600}}
+    indexnow_settings(**overrides)
+    engine.queue_replies(*[Reply(403, body="Key not valid")] * 5)
+    for n in range(5):
+        dispatch([f"/p{n}/"])
+    worker = start_worker(overrides)
+    wait_for_count(lambda: len(failed_ids(redis_conn)), 5, timeout=60)
+
+    output, error = run_check()
+
+    assert error is not None
+    [found] = health_lines(output)
+    assert found.startswith(f"FAIL  {HOST} → {engine_name(engine)}: 5 final rejections in a row")
+    assert "403 (forbidden" in found
+    assert worker.output().count(f"engine={engine_name(engine)} failed 5 times in a row") == 1
