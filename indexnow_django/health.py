@@ -176,7 +176,9 @@ def host_engine_health(
         records = Delivery.objects.filter(host=host, engine=engine)
         last = (
             records.filter(outcome__in=POSTED)
-            .order_by("-sent_at")
+            # The order of the index on (host, engine, sent_at): its newest entries are read,
+            # never the whole table's newest rows until one of this host and engine.
+            .order_by("-host", "-engine", "-sent_at")
             .values_list("sent_at", "outcome", "status", "answer")
             .first()
         )
