@@ -2,10 +2,10 @@
 last answer, and the current run of failed POSTs.
 
 :func:`host_engine_health` answers for every host and engine of the settings
-(each of ``HOSTS`` with each of ``ENGINES``) with three indexed queries each (the indexes
-``indexnow_host_engine_sent`` and ``indexnow_host_engine_outcome`` of
-:class:`~indexnow_django.models.Delivery`): the newest POST, the newest accepted
-one, and a count of the failures since. However long the history, each reads a
+(each of ``HOSTS`` with each of ``ENGINES``) with three or four indexed queries each
+(the index ``indexnow_host_engine_outcome`` of :class:`~indexnow_django.models.Delivery`):
+the newest accepted, retried and rejected POST, and, when the newest of them failed, a
+count of the failures since the accepted one. However long the history, each reads a
 few index entries, plus one per failure of the current run.
 
 A :class:`Health` is :data:`FAIL` after :data:`RUN_LENGTH` or more final rejections
@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from .client import excerpt
@@ -174,26 +174,34 @@ def host_engine_health(
     found: list[Health] = []
     for host, engine in pairs:
         records = Delivery.objects.filter(host=host, engine=engine)
-        last = (
-            records.filter(outcome__in=POSTED)
-            # The order of the index on (host, engine, sent_at): its newest entries are read,
-            # never the whole table's newest rows until one of this host and engine.
-            .order_by("-host", "-engine", "-sent_at")
-            .values_list("sent_at", "outcome", "status", "answer")
-            .first()
-        )
-        if last is None:
+        # The newest record of each outcome: each a look at the end of its range of the
+        # index on (host, engine, outcome, sent_at), however long the history.
+        newest = [
+            row
+            for outcome in POSTED
+            if (
+                row := records.filter(outcome=outcome)
+                .order_by("-sent_at")
+                .values_list("sent_at", "outcome", "status", "answer")
+                .first()
+            )
+            is not None
+        ]
+        if not newest:
             found.append(Health(host, engine, now=now))
             continue
-        accepted = records.filter(outcome="accepted").aggregate(last=Max("sent_at"))["last"]
-        failed = records.filter(outcome__in=("retry", "rejected"))
-        if accepted is not None:
-            failed = failed.filter(sent_at__gt=accepted)
-        run = failed.aggregate(
-            count=Count("*"),
-            final=Count("sent_at", filter=Q(outcome="rejected")),
-            since=Min("sent_at"),
-        )
+        last = max(newest, key=lambda row: row[0])
+        accepted = next((row[0] for row in newest if row[1] == "accepted"), None)
+        run: dict[str, Any] = {"count": 0, "final": 0, "since": None}
+        if last[1] != "accepted":  # failures since the last accepted POST: the run's range
+            failed = records.filter(outcome__in=("retry", "rejected"))
+            if accepted is not None:
+                failed = failed.filter(sent_at__gt=accepted)
+            run = failed.aggregate(
+                count=Count("*"),
+                final=Count("sent_at", filter=Q(outcome="rejected")),
+                since=Min("sent_at"),
+            )
         found.append(
             Health(
                 host,

@@ -53,9 +53,8 @@ class Delivery(models.Model):
         verbose_name_plural = _("deliveries")
         ordering = ["-sent_at", "-pk"]
         indexes = [
-            # The health of a host and engine (indexnow_django.health): its newest POST,
-            # its last accepted one, the failures since.
-            models.Index(fields=["host", "engine", "sent_at"], name="indexnow_host_engine_sent"),
+            # The health of a host and engine (indexnow_django.health): its newest POST of
+            # each outcome, the failures since the last accepted one.
             models.Index(
                 fields=["host", "engine", "outcome", "sent_at"], name="indexnow_host_engine_outcome"
             ),

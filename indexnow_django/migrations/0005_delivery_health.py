@@ -22,10 +22,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='delivery',
-            index=models.Index(fields=['host', 'engine', 'sent_at'], name='indexnow_host_engine_sent'),
-        ),
-        migrations.AddIndex(
-            model_name='delivery',
             index=models.Index(fields=['host', 'engine', 'outcome', 'sent_at'], name='indexnow_host_engine_outcome'),
         ),
     ]
