@@ -2,11 +2,12 @@
 last answer, and the current run of failed POSTs.
 
 :func:`host_engine_health` answers for every host and engine of the settings
-(each of ``HOSTS`` with each of ``ENGINES``) with three or four indexed queries each
+(each of ``HOSTS`` with each of ``ENGINES``) with four to six indexed queries each
 (the index ``indexnow_host_engine_outcome`` of :class:`~indexnow_django.models.Delivery`):
-the newest accepted, retried and rejected POST, and, when the newest of them failed, a
-count of the failures since the accepted one. However long the history, each reads a
-few index entries, plus one per failure of the current run.
+when it last accepted, retried and rejected a POST, the newest of those records, and,
+when that one failed, a count of the failures of each kind since the accepted one.
+However long the history, each reads a few index entries, plus one per failure of the
+current run.
 
 A :class:`Health` is :data:`FAIL` after :data:`RUN_LENGTH` or more final rejections
 (400, 403, 422...) since the last accepted POST, :data:`WARN` after as many failures
@@ -25,7 +26,7 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from .client import excerpt
@@ -174,34 +175,35 @@ def host_engine_health(
     found: list[Health] = []
     for host, engine in pairs:
         records = Delivery.objects.filter(host=host, engine=engine)
-        # The newest record of each outcome: each a look at the end of its range of the
-        # index on (host, engine, outcome, sent_at), however long the history.
-        newest = [
-            row
+        # When each outcome was last recorded: MAX over the end of its range of the index
+        # on (host, engine, outcome, sent_at), read backwards, however long the history.
+        newest = {
+            outcome: records.filter(outcome=outcome).aggregate(last=Max("sent_at"))["last"]
             for outcome in POSTED
-            if (
-                row := records.filter(outcome=outcome)
-                .order_by("-sent_at")
-                .values_list("sent_at", "outcome", "status", "answer")
-                .first()
-            )
-            is not None
-        ]
-        if not newest:
+        }
+        moments = {outcome: moment for outcome, moment in newest.items() if moment is not None}
+        if not moments:
             found.append(Health(host, engine, now=now))
             continue
-        last = max(newest, key=lambda row: row[0])
-        accepted = next((row[0] for row in newest if row[1] == "accepted"), None)
+        outcome, moment = max(moments.items(), key=lambda item: item[1])
+        status, answer = records.filter(outcome=outcome, sent_at=moment).values_list(
+            "status", "answer"
+        ).first() or (None, "")
+        last = (moment, outcome, status, answer)
+        accepted = newest["accepted"]
         run: dict[str, Any] = {"count": 0, "final": 0, "since": None}
-        if last[1] != "accepted":  # failures since the last accepted POST: the run's range
-            failed = records.filter(outcome__in=("retry", "rejected"))
-            if accepted is not None:
-                failed = failed.filter(sent_at__gt=accepted)
-            run = failed.aggregate(
-                count=Count("*"),
-                final=Count("sent_at", filter=Q(outcome="rejected")),
-                since=Min("sent_at"),
-            )
+        if outcome != "accepted":  # the failures since the last accepted POST, per outcome
+            for failure in ("retry", "rejected"):
+                failed = records.filter(outcome=failure)
+                if accepted is not None:
+                    failed = failed.filter(sent_at__gt=accepted)
+                part = failed.aggregate(count=Count("*"), since=Min("sent_at"))
+                run["count"] += part["count"]
+                run["final"] += part["count"] if failure == "rejected" else 0
+                if part["since"] is not None and (
+                    run["since"] is None or part["since"] < run["since"]
+                ):
+                    run["since"] = part["since"]
         found.append(
             Health(
                 host,
