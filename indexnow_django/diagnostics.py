@@ -1390,7 +1390,8 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     if state is not None:
         _jobs_section(diag, state, conf)
     _pending_section(diag, conf)
-    from .health import add_findings
+    from .health import findings
 
-    add_findings(diag, conf)
+    for level, message, hint, data in findings(conf):
+        diag.add("health", Status(level), message, hint, **data)
     return diag

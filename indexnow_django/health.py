@@ -13,27 +13,24 @@ A :class:`Health` is :data:`FAIL` after :data:`RUN_LENGTH` or more final rejecti
 (400, 403, 422...) since the last accepted POST, :data:`WARN` after as many failures
 of any kind (429, 5xx, timeouts) or when POSTs failed and none was accepted in
 :data:`STALE_AFTER`; otherwise OK. ``manage.py indexnow_check`` shows one line per
-host and engine (:func:`add_findings`) and the admin's deliveries list shows the
+host and engine (:func:`findings`) and the admin's deliveries list shows the
 ones in trouble above the list. Dry runs and URLs skipped by the preflight are no
 POSTs and do not count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from .client import excerpt
 from .conf import IndexNowSettings
-
-if TYPE_CHECKING:
-    from .diagnostics import Diagnosis
 
 __all__ = [
     "FAIL",
@@ -42,7 +39,7 @@ __all__ = [
     "STALE_AFTER",
     "WARN",
     "Health",
-    "add_findings",
+    "findings",
     "host_engine_health",
     "trouble",
 ]
@@ -233,37 +230,35 @@ def trouble(conf: IndexNowSettings) -> list[Health]:
         return []
 
 
-def add_findings(diag: Diagnosis, conf: IndexNowSettings) -> None:
-    """The check's section ``health``: one finding per host and engine."""
+def findings(conf: IndexNowSettings) -> Iterator[tuple[str, str, str | None, dict[str, Any]]]:
+    """``indexnow_check``'s section ``health``: ``(level, message, hint, data)`` for each
+    host and engine (or one that says why there is nothing to tell)."""
     from django.db import DatabaseError
 
-    from .diagnostics import Status
     from .models import Delivery
 
-    section = "health"
     if not conf.history_enabled:
-        diag.add(
-            section,
-            Status.OK,
+        yield (
+            OK,
             "INDEXNOW['HISTORY']['ENABLED'] is False: POSTs are not recorded, so nothing "
             "tells whether they are accepted",
             "Set HISTORY = {'ENABLED': True} to see the last answers here and in the admin.",
+            {},
         )
         return
     try:
         found = host_engine_health(conf)
     except DatabaseError as exc:
-        diag.add(
-            section,
-            Status.WARN,
+        yield (
+            WARN,
             f"the history (table {Delivery._meta.db_table}) could not be read: "
             f"{excerpt(str(exc), 120)}",
             "Run manage.py migrate.",
+            {},
         )
         return
     for health in found:
-        status = {OK: Status.OK, WARN: Status.WARN, FAIL: Status.FAIL}[health.level]
-        diag.add(section, status, health.describe(), _hint(health), **health.as_dict())
+        yield health.level, health.describe(), _hint(health), health.as_dict()
 
 
 def _hint(health: Health) -> str | None:
