@@ -64,6 +64,7 @@ OUTCOME_COLOURS = {
     "dry_run": "#8c8c8c",
     "retry": "#d89c1a",
     "rejected": "#c0392b",
+    "skipped": "#5b6bb5",
 }
 
 #: Seconds the detail page waits for Redis when it looks a job up.
@@ -131,12 +132,11 @@ def chart(series: Sequence[tuple[date, dict[str, int]]]) -> dict[str, Any]:
         "peak": peak,
         "bars": bars,
         "legend": [
-            {
-                "label": labels[outcome],
-                "colour": colour,
-                "total": sum(counts.get(outcome, 0) for _, counts in series),
-            }
+            {"label": labels[outcome], "colour": colour, "total": total}
             for outcome, colour in OUTCOME_COLOURS.items()
+            # URLs skipped by the preflight are named only on a site that has some.
+            if (total := sum(counts.get(outcome, 0) for _, counts in series))
+            or outcome != "skipped"
         ],
         "days": len(series),
     }

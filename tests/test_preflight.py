@@ -177,3 +177,22 @@ def test_the_page_is_rendered_for_its_host_and_scheme(site: Any) -> None:
 )
 def test_x_robots_tag_values(value: str, noindex: bool) -> None:
     assert _says_noindex(value) is noindex
+
+
+def test_the_admins_chart_counts_the_skipped_urls(
+    client: Any, engine: LoopbackEngine, history_on: Any, site: Any
+) -> None:
+    import re
+
+    from tests.test_admin import LIST, staff
+
+    staff(client, "indexnow.view_delivery")
+    assert "skipped:" not in " ".join(
+        re.sub(r"<[^>]+>", " ", client.get(LIST).content.decode()).split()
+    )
+    make_posts("plain", "noindex-meta", "noindex-header")
+    dispatch(["/posts/plain/", "/posts/noindex-meta/", "/posts/noindex-header/"])
+
+    text = " ".join(re.sub(r"<[^>]+>", " ", client.get(LIST).content.decode()).split())
+    assert "accepted: 1" in text
+    assert "skipped: 2" in text
