@@ -196,3 +196,16 @@ def test_the_admins_chart_counts_the_skipped_urls(
     text = " ".join(re.sub(r"<[^>]+>", " ", client.get(LIST).content.decode()).split())
     assert "accepted: 1" in text
     assert "skipped: 2" in text
+
+
+def test_an_https_page_of_a_site_behind_a_proxy_is_not_sent_to_itself(
+    site: Any, settings: Any
+) -> None:
+    settings.MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", *settings.MIDDLEWARE]
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    make_posts("plain")
+
+    assert reason_to_skip(f"{BASE}/posts/plain/") is None
+    # The same site's http URL is redirected, as a visitor's would be.
+    assert reason_to_skip("http://www.example.com/posts/plain/") == "status 301"
