@@ -209,3 +209,17 @@ def test_an_https_page_of_a_site_behind_a_proxy_is_not_sent_to_itself(
     assert reason_to_skip(f"{BASE}/posts/plain/") is None
     # The same site's http URL is redirected, as a visitor's would be.
     assert reason_to_skip("http://www.example.com/posts/plain/") == "status 301"
+
+
+def test_a_retry_sends_what_the_first_attempt_screened_without_rendering_it_again(
+    engine: LoopbackEngine, history_on: Any, site: Any
+) -> None:
+    from indexnow_django.submitter import deliver_now
+
+    make_posts("plain")
+
+    report = deliver_now(["/posts/plain/"], batch_id="again", attempt=2)
+
+    assert RENDERED == {}
+    assert report.skipped == []
+    assert engine.posted_urls() == [f"{BASE}/posts/plain/"]
