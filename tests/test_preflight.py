@@ -223,3 +223,39 @@ def test_a_retry_sends_what_the_first_attempt_screened_without_rendering_it_agai
     assert RENDERED == {}
     assert report.skipped == []
     assert engine.posted_urls() == [f"{BASE}/posts/plain/"]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_renders_the_pages_of_a_flush_and_sends_only_the_plain_one(
+    engine: LoopbackEngine,
+    history_on: dict[str, Any],
+    indexnow_settings: Callable[..., Any],
+    settings: Any,
+    start_worker: Callable[..., Any],
+    redis_conn: Any,
+) -> None:
+    import indexnow_django
+    from tests.rqhelpers import finished_ids, wait_for_count
+
+    settings.ROOT_URLCONF = PREFLIGHT_SITE["ROOT_URLCONF"]
+    overrides = {**history_on, "DISPATCH": "queue", "PREFLIGHT": {"ENABLED": True}}
+    indexnow_settings(**overrides)
+    # One flush: the saves of a unit of work.
+    with indexnow_django.batch():
+        make_posts(*SLUGS)
+    worker = start_worker(
+        overrides, extra_env={"INDEXNOW_TEST_SETTINGS": json.dumps(PREFLIGHT_SITE)}
+    )
+    wait_for_count(lambda: len(finished_ids(redis_conn)), 1, timeout=60)
+
+    [post] = engine.posts
+    assert post.urls == [f"{BASE}/posts/plain/"]
+    assert skipped_in_history() == {
+        url: reason for url, reason in SKIPPED.items() if "draft" not in url
+    }
+    [flush] = {row.batch_id for row in Delivery.objects.all()}
+    assert (
+        f"IndexNow preflight skipped batch={flush} url={BASE}/posts/broken/ reason=status 500"
+        in (worker.output())
+    )
