@@ -37,7 +37,9 @@ from django.utils.translation import ngettext
 from .compat import admin_markup
 from .conf import IndexNowSettings, get_settings
 from .entries import read_pasted
+from .health import trouble
 from .models import Delivery
+from .report import freshness
 from .runs import send_urls
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ OUTCOME_COLOURS = {
     "dry_run": "#8c8c8c",
     "retry": "#d89c1a",
     "rejected": "#c0392b",
+    "skipped": "#5b6bb5",
 }
 
 #: Seconds the detail page waits for Redis when it looks a job up.
@@ -142,12 +145,11 @@ def chart(series: Sequence[tuple[date, dict[str, int]]]) -> dict[str, Any]:
         "peak": peak,
         "bars": bars,
         "legend": [
-            {
-                "label": labels[outcome],
-                "colour": colour,
-                "total": sum(counts.get(outcome, 0) for _, counts in series),
-            }
+            {"label": labels[outcome], "colour": colour, "total": total}
             for outcome, colour in OUTCOME_COLOURS.items()
+            # URLs skipped by the preflight are named only on a site that has some.
+            if (total := sum(counts.get(outcome, 0) for _, counts in series))
+            or outcome != "skipped"
         ],
         "days": len(series),
     }
@@ -464,6 +466,7 @@ class DeliveryAdmin(_ModelAdmin):
             context["indexnow_can_submit"] = self.has_submit_permission(request)
             context["indexnow_history_enabled"] = conf.history_enabled if conf else True
             context["indexnow_admin"] = admin_markup()
+            context["indexnow_trouble"] = trouble(conf) if conf and conf.history_enabled else []
         return response
 
     # -- actions
@@ -506,8 +509,33 @@ class DeliveryAdmin(_ModelAdmin):
                 self.admin_site.admin_view(self.submit_view),
                 name="{}_{}_submit".format(*info),
             ),
+            path(
+                "report/",
+                self.admin_site.admin_view(self.report_view),
+                name="{}_{}_report".format(*info),
+            ),
             *super().get_urls(),
         ]
+
+    def report_view(self, request: HttpRequest) -> HttpResponse:
+        """The freshness report of ``manage.py indexnow_report`` (:mod:`.report`)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        conf = get_settings()
+        try:
+            days = max(1, min(int(request.GET.get("days", 7)), 366))
+        except ValueError:
+            days = 7
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("IndexNow freshness report"),
+            "opts": self.opts,
+            "indexnow_admin": admin_markup(),
+            "has_view_permission": True,
+            "report": freshness(days, conf=conf) if conf.history_enabled else None,
+            "days": days,
+        }
+        return TemplateResponse(request, "admin/indexnow/delivery/report.html", context)
 
     def submit_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_submit_permission(request):

@@ -589,4 +589,8 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     _models_section(diag)
     _contributed_sections(diag)
     _pending_section(diag, conf)
+    from .health import findings
+
+    for level, message, hint, data in findings(conf):
+        diag.add("health", Status(level), message, hint, **data)
     return diag

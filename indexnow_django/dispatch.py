@@ -29,7 +29,6 @@ import contextlib
 import contextvars
 import logging
 import threading
-import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -125,9 +124,7 @@ def dispatch(
         valid, _ = clean_urls(urls, conf)
         if not valid:
             return
-        parcel = Parcel.of(
-            valid, gone=gone_urls(valid, gone, conf), force=bool(force), flushed_at=time.time()
-        )
+        parcel = Parcel.of(valid, gone=gone_urls(valid, gone, conf), force=bool(force))
         chosen(conf).take_flush(parcel, response, after_response=after_response)
     except Exception:
         logger.exception("IndexNow could not dispatch count=%d", len(urls))

@@ -301,7 +301,15 @@ def _deliveries(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]]
         with_urls(Delivery.objects.all(), urls)
         .order_by("-sent_at")
         .values(
-            "sent_at", "engine", "host", "outcome", "status", "batch_id", "attempt", "url_count"
+            "sent_at",
+            "engine",
+            "host",
+            "outcome",
+            "status",
+            "batch_id",
+            "attempt",
+            "url_count",
+            "answer",
         )[:LAST_DELIVERIES]
     )
     return [{**row, "sent_at": row["sent_at"].isoformat()} for row in rows]

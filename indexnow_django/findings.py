@@ -48,6 +48,7 @@ SECTIONS: dict[str, str] = {
     "models": "Registered models",
     "sites": "Sites (from installed apps, e.g. Wagtail)",
     "jobs": "Jobs",
+    "health": "Deliveries per host and engine (from the history)",
 }
 
 

@@ -23,6 +23,7 @@ class Delivery(models.Model):
         RETRY = "retry", _("retry")
         REJECTED = "rejected", _("rejected")
         DRY_RUN = "dry_run", _("dry run")
+        SKIPPED = "skipped", _("skipped")  # not posted: the preflight held the URLs back
 
     #: URLs are stored one a line: a newline cannot occur in a normalized URL.
     URL_SEPARATOR = "\n"
@@ -43,11 +44,21 @@ class Delivery(models.Model):
     job_id = models.CharField(_("job id"), max_length=128, blank=True)
     queue = models.CharField(_("queue"), max_length=128, blank=True)
     urls = models.TextField(_("URLs"))
+    #: When the unit of work flushed the URLs (from the batch id), the same for every
+    #: attempt of a batch; ``None`` for a batch id that does not carry it.
+    flushed_at = models.DateTimeField(_("flushed at"), null=True, blank=True, db_index=True)
 
     class Meta:
         verbose_name = _("delivery")
         verbose_name_plural = _("deliveries")
         ordering = ["-sent_at", "-pk"]
+        indexes = [
+            # The health of a host and engine (indexnow_django.health): its newest POST of
+            # each outcome, the failures since the last accepted one.
+            models.Index(
+                fields=["host", "engine", "outcome", "sent_at"], name="indexnow_host_engine_outcome"
+            ),
+        ]
         permissions = [
             ("send_again", _("Can send the URLs of deliveries again")),
             ("submit_urls", _("Can submit URLs to IndexNow")),

@@ -58,6 +58,8 @@ class Counts:
     failed: int = 0
     #: Not sent: ``--dry-run``, or ``DRY_RUN`` in the settings.
     not_sent: int = 0
+    #: Not sent: the preflight found that the page says it should not be indexed.
+    skipped: int = 0
 
 
 class Reporter:
@@ -226,7 +228,7 @@ class SubmissionRun:
         self.counts.debounced += len(urls) - len(fresh)
         if not fresh:
             return
-        parcel = Parcel.of(fresh, force=self.force, flushed_at=time.time())
+        parcel = Parcel.of(fresh, force=self.force)
         if self.queue_down:
             self._send_now(fresh, batch_id=parcel.batch_id, fallback=True)
             return
@@ -322,7 +324,8 @@ class SubmissionRun:
                 self.failures.append(f"{result.message} after {tries} attempt(s)")
                 signals.given_up([result], attempt=tries, batch_id=batch_id)
         c = self.counts
-        c.debounced += len(urls) - sum(states.values())
+        c.skipped += len(report.skipped)
+        c.debounced += len(urls) - len(report.skipped) - sum(states.values())
         if fallback:
             c.fallback += len(urls)
         for state, count in states.items():

@@ -29,6 +29,7 @@ from django.contrib.auth.models import User
 
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
+from indexnow_django.protocol.client import endpoint_name
 from tests.testapp.models import Post
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -268,3 +269,50 @@ def test_the_admin_in_a_browser_finds_sends_again_and_submits(
     browser.find_element(By.CSS_SELECTOR, "#indexnow-submit-now button").click()
     wait_for(browser, "ul.messagelist li.success")
     assert engine.wait_for_posts(before + 3)[-1].urls == ["https://www.example.com/posts/hello/"]
+
+
+@pytest.mark.slow
+def test_the_deliveries_list_shows_trouble_while_it_lasts_and_links_to_the_report(
+    browser, live_server, engine, history_on, shots
+):
+    from selenium.webdriver.common.by import By
+
+    from indexnow_django.testing import Reply
+
+    # Five POSTs answered 429 for the host: a notice above the list.
+    engine.queue_replies(*[Reply(429, body="Too Many Requests")] * 5)
+    for n in range(5):
+        dispatch([f"https://www.example.com/browser/busy-{n}/"])
+    assert [post.reply.status for post in engine.posts] == [429] * 5
+    User.objects.create_superuser("admin", "admin@example.com", "admin-password")
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/indexnow/delivery/")
+    wait_for(browser, "#id_username").send_keys("admin")
+    browser.find_element(By.ID, "id_password").send_keys("admin-password")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+    notice = wait_for(browser, "#indexnow-trouble li")
+    name = endpoint_name(engine.url)
+    assert notice.text.startswith(f"www.example.com → {name}: 5 failed POSTs in a row since ")
+    assert "last answer: 429 (too many requests): Too Many Requests; never accepted" in notice.text
+    assert "warning" in notice.get_attribute("class").split()
+    # Above the list, below the title, full width like the chart.
+    title = browser.find_element(By.CSS_SELECTOR, "#content h1")
+    assert notice.rect["y"] >= title.rect["y"] + title.rect["height"]
+    assert notice.rect["y"] < browser.find_element(By.ID, "result_list").rect["y"]
+    browser.save_screenshot(str(shots / "admin-trouble.png"))
+
+    # The report, from its button beside "Submit URLs".
+    browser.find_element(By.CSS_SELECTOR, ".object-tools a.viewlink").click()
+    table = wait_for(browser, "#indexnow-report")
+    assert browser.find_element(By.CSS_SELECTOR, ".breadcrumbs").text.endswith("Freshness report")
+    [row] = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    cells = [cell.text.split("\n")[0] for cell in row.find_elements(By.CSS_SELECTOR, "th, td")]
+    assert cells == ["other URLs", "5", "0", "-", "-", "5", "0"]
+    browser.back()
+
+    # An accepted POST: the notice is gone.
+    dispatch(["https://www.example.com/browser/fine/"])
+    assert engine.posts[-1].reply.status == 200
+    browser.refresh()
+    wait_for(browser, "#result_list")
+    assert browser.find_elements(By.ID, "indexnow-trouble") == []

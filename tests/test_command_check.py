@@ -776,6 +776,7 @@ def test_json_gives_the_same_findings(
         "debounce",
         "models",
         "jobs",
+        "health",
     ]
     hosts = next(s for s in report["sections"] if s["id"] == "hosts")
     fail = next(f for f in hosts["findings"] if f["status"] == "FAIL")

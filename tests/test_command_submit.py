@@ -843,6 +843,7 @@ def test_json_gives_counts_and_each_engines_answers(
         "rejected": 0,
         "failed": 0,
         "not_sent": 0,
+        "skipped": 0,
     }
     [(name, answers)] = document["engines"].items()
     assert name == f"127.0.0.1:{engine.port}/indexnow"

@@ -20,6 +20,7 @@ from rq.registry import ScheduledJobRegistry
 
 from indexnow_django import submit
 from indexnow_django.checks import check_queue_wiring
+from indexnow_django.delivery.history import flushed_at
 from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
 from indexnow_django.testing import Reply
@@ -66,14 +67,10 @@ def test_one_flush_is_one_job_of_plain_strings(indexnow_settings, redis_conn, ca
     assert job.func is deliver
     assert job.args == ([A, B],)
     assert all(type(url) is str for url in job.args[0])
-    flushed_at = job.kwargs["flushed_at"]
-    assert before <= flushed_at <= time.time()  # the flush's time travels with it
-    assert job.kwargs == {
-        "batch_id": job.meta[META_BATCH_ID],
-        "attempt": 1,
-        "force": False,
-        "flushed_at": flushed_at,
-    }
+    assert job.kwargs == {"batch_id": job.meta[META_BATCH_ID], "attempt": 1, "force": False}
+    # The batch id says when the flush was (the history's flushed_at).
+    flushed = flushed_at(job.kwargs["batch_id"])
+    assert flushed is not None and before - 0.01 <= flushed.timestamp() <= time.time()
     assert job.meta == {META_BATCH_ID: job.kwargs["batch_id"], META_ATTEMPT: 1}
     assert job.timeout == 42
     assert job.description == f"IndexNow: 2 URLs, batch {job.kwargs['batch_id']}, attempt 1"
@@ -117,7 +114,7 @@ def test_enqueued_at_once_inside_a_transaction_whatever_commit_mode_says(
 
 
 def test_delay_schedules_the_job(indexnow_settings, redis_conn):
-    indexnow_settings(DISPATCH="queue", QUEUE={"DELAY": 30})
+    indexnow_settings(DISPATCH="queue", QUEUE={"COALESCE": 0, "DELAY": 30})
     before = time.time()
     dispatch(["/a/"])
     assert queue_job_ids(redis_conn) == []

@@ -182,6 +182,24 @@ def test_a_synchronous_send_after_the_response_is_recorded(engine, history_on):
     )
 
 
+def test_each_record_carries_the_time_of_its_flush(engine, history_on):
+    from datetime import timedelta
+
+    from indexnow_django.dispatch import dispatch
+
+    before = timezone.now()
+    engine.queue_replies(Reply(200, delay=0.3))
+    dispatch(["/a/"])
+    after = timezone.now()
+
+    [row] = Delivery.objects.all()
+    assert before - timedelta(seconds=0.01) <= row.flushed_at <= row.sent_at <= after
+    assert history.flushed_at(row.batch_id) == row.flushed_at
+    # A batch id that says nothing of its flush leaves the field empty.
+    deliver_now(["/b/"], batch_id="by-hand")
+    assert Delivery.objects.get(batch_id="by-hand").flushed_at is None
+
+
 def test_the_fallback_when_redis_is_down_is_recorded(engine, history_on, indexnow_settings):
     from django.test import override_settings
 
@@ -232,6 +250,10 @@ def test_a_worker_records_each_attempt_with_its_job(
     assert first.batch_id == second.batch_id
     assert first.job_id and second.job_id and first.job_id != second.job_id
     assert first.queue == second.queue == "default"
+    # The time of the flush travels with the batch: the retry carries the same.
+    assert first.flushed_at is not None
+    assert first.flushed_at == second.flushed_at
+    assert first.flushed_at <= first.sent_at < second.sent_at
 
 
 def test_a_look_up_by_url_is_served_by_an_index_on_postgresql():

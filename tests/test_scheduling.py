@@ -39,7 +39,9 @@ BASE = "https://www.example.com"
 @pytest.fixture(autouse=True)
 def _queue_dispatch(indexnow_settings: Any, redis_conn: Any) -> None:
     # The tests run the delivery jobs themselves: a job per flush, no coalescing window.
-    indexnow_settings(DISPATCH="queue", DEBOUNCE={"TTL": 0}, QUEUE={"COALESCE": 0, "RESULT_TTL": 600})
+    indexnow_settings(
+        DISPATCH="queue", DEBOUNCE={"TTL": 0}, QUEUE={"COALESCE": 0, "RESULT_TTL": 600}
+    )
 
 
 @pytest.fixture

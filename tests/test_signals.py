@@ -59,7 +59,7 @@ def test_one_signal_per_post_with_what_the_engine_answered(
     assert first["sender"] is None
     assert first["engine"] == f"127.0.0.1:{engine.port}/indexnow"
     assert isinstance(first["duration"], float) and 0 < first["duration"] < 3
-    assert re.fullmatch(r"[0-9a-f]{12}", first["batch_id"])
+    assert re.fullmatch(r"[0-9a-f]{16}", first["batch_id"])
 
 
 def test_a_dry_run_sends_one_per_post_it_would_have_made(

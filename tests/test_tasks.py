@@ -85,11 +85,9 @@ def test_a_flush_is_one_task_carrying_plain_strings(indexnow_settings, engine):
     assert row.backend_name == "database"
     assert row.queue_name == "default"
     batch_id = row.args_kwargs["kwargs"]["batch_id"]
-    flushed_at = row.args_kwargs["kwargs"]["flushed_at"]
-    assert time.time() - 60 < flushed_at <= time.time()
     assert row.args_kwargs == {
         "args": [[A, B]],
-        "kwargs": {"batch_id": batch_id, "attempt": 1, "force": False, "flushed_at": flushed_at},
+        "kwargs": {"batch_id": batch_id, "attempt": 1, "force": False},
     }
     assert engine.posts == []
 
@@ -262,7 +260,6 @@ def test_db_worker_429_is_sent_again_after_retry_after(indexnow_settings, engine
         "attempt": 2,
         "force": False,
         "engines": [engine.url],
-        "flushed_at": one.args_kwargs["kwargs"]["flushed_at"],  # the flush's, kept
     }
     assert two.run_after >= one.started_at + datetime.timedelta(seconds=2)
     assert two.return_value["accepted"] == 1

@@ -11,6 +11,10 @@ older than ``HISTORY["RETENTION_DAYS"]`` if it has not done so within
 :data:`PURGE_INTERVAL` seconds (one indexed range DELETE). A forking rq worker
 runs each job in a new work horse, so there it happens at most once per job.
 
+Each record carries the time its URLs were flushed (``flushed_at``), read from the
+batch id (:func:`flushed_at`), which every job and retry of a flush shares: the
+freshness report (:mod:`indexnow_django.report`) measures from it.
+
 This module also answers the question the admin asks about an object: when
 were its URLs last accepted, and by which engines (:func:`last_accepted`).
 """
@@ -21,6 +25,7 @@ import logging
 import time
 from collections.abc import Collection, Iterable, Sequence
 from datetime import date, datetime, timedelta
+from datetime import timezone as dt_timezone
 from typing import TYPE_CHECKING
 
 from django.db import router, transaction
@@ -43,6 +48,7 @@ __all__ = [
     "PURGE_INTERVAL",
     "accepted_by_all",
     "attempt_of",
+    "flushed_at",
     "has_url",
     "has_url_index",
     "last_accepted",
@@ -50,6 +56,7 @@ __all__ = [
     "padded_urls",
     "purge",
     "record",
+    "record_skipped",
     "urls_per_day",
     "with_urls",
 ]
@@ -118,6 +125,7 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
             job_id=runner.id if runner is not None else "",
             queue=runner.queue if runner is not None else "",
             urls=Delivery.URL_SEPARATOR.join(result.urls),
+            flushed_at=flushed_at(batch_id),
         )
 
 
@@ -125,6 +133,75 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
 #: :attr:`Delivery.job_id` is then the task's id, the rest the task's backend alias (the
 #: task's runner says so, see :class:`~indexnow_django.delivery.parcel.Runner`).
 TASK_QUEUE_PREFIX = "task:"
+
+
+def record_skipped(
+    host: str, skipped: Sequence[tuple[str, str]], *, batch_id: str, conf: IndexNowSettings
+) -> None:
+    """Store the URLs of ``host`` that the preflight held back (``(url, reason)`` pairs):
+    one record per reason, outcome ``skipped``, the reason as the answer. Never raises."""
+    if not conf.history_enabled or not skipped:
+        return
+    from ..models import Delivery
+
+    by_reason: dict[str, list[str]] = {}
+    for url, reason in skipped:
+        by_reason.setdefault(reason, []).append(url)
+    now, flushed = timezone.now(), flushed_at(batch_id)
+    runner = current_runner()
+    job_id, queue = (runner.id, runner.queue) if runner is not None else ("", "")
+    attempt = 1  # the preflight screens a flush's first attempt only
+    rows = [
+        Delivery(
+            sent_at=now,
+            batch_id=batch_id[:64],
+            attempt=attempt,
+            engine=SKIPPED_ENGINE,
+            host=host[:255],
+            url_count=len(urls),
+            outcome="skipped",
+            answer=reason[:ANSWER_CHARS],
+            job_id=job_id,
+            queue=queue,
+            urls=Delivery.URL_SEPARATOR.join(urls),
+            flushed_at=flushed,
+        )
+        for reason, urls in by_reason.items()
+    ]
+    try:
+        using = router.db_for_write(Delivery)
+        with transaction.atomic(using=using):
+            Delivery.objects.using(using).bulk_create(rows)
+    except Exception:
+        logger.warning(
+            "IndexNow history not recorded batch=%s host=%s skipped=%d",
+            batch_id,
+            host,
+            len(skipped),
+            exc_info=True,
+        )
+
+
+#: The ``engine`` of the records of skipped URLs: no engine was asked.
+SKIPPED_ENGINE = "preflight"
+#: Flush times read from batch ids are believed between these (Unix seconds).
+_EARLIEST_FLUSH = 1_577_836_800  # 2020-01-01
+
+
+def flushed_at(batch_id: str) -> datetime | None:
+    """When the flush of ``batch_id`` happened, from the id itself (see
+    :func:`indexnow_django.delivery.parcel.new_batch_id`); ``None`` for an id that does not say."""
+    if len(batch_id) != 16:
+        return None
+    try:
+        centis = int(batch_id[:10], 16)
+        int(batch_id[10:], 16)
+    except ValueError:
+        return None
+    seconds = centis / 100
+    if not _EARLIEST_FLUSH <= seconds <= time.time() + 86400:
+        return None
+    return datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
 
 
 def attempt_of(batch_id: str, result: PostResult) -> int:

@@ -1,8 +1,8 @@
 """What one delivery carries (:class:`Parcel`) and who is running it (:class:`Runner`).
 
 A parcel is the whole of a delivery's input, as plain data: the URLs, which of
-them are gone, the batch id, the attempt, the engines, whether the debounce
-store is ignored, the throttle's slot, and when the URLs were flushed. Every
+them are gone, the batch id (which says when the URLs were flushed), the attempt,
+the engines, whether the debounce store is ignored and the throttle's slot. Every
 transport carries it the same way (:meth:`Parcel.call` gives the arguments of
 a job or a task, :meth:`Parcel.from_call` reads them back), so no list of
 these names is written twice.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -26,9 +27,14 @@ from typing import Any
 __all__ = ["Parcel", "Runner", "current_runner", "holder_alive", "new_batch_id", "running"]
 
 
-def new_batch_id() -> str:
-    """A short random id that a flush, its deliveries and their retries share in logs."""
-    return uuid.uuid4().hex[:12]
+def new_batch_id(at: float | None = None) -> str:
+    """A short id that a flush, its deliveries and their retries share in logs and the history.
+
+    Its first 10 hex digits are the time of the flush (``at``, a Unix time, else now) in
+    hundredths of a second, the other 6 random: the flush time travels with every job of
+    the batch (see :func:`indexnow_django.delivery.history.flushed_at`).
+    """
+    return f"{int((time.time() if at is None else at) * 100):010x}{uuid.uuid4().hex[:6]}"
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,6 @@ class Parcel:
     force: bool = False
     #: The throttle's slot (a Unix time) already taken for the first POST.
     slot: float | None = None
-    #: When the URLs were flushed (a Unix time), carried across retries.
-    flushed_at: float | None = None
 
     @classmethod
     def of(
@@ -100,8 +104,6 @@ class Parcel:
             kwargs["engines"] = list(self.engines)
         if self.slot is not None:
             kwargs["slot"] = float(self.slot)
-        if self.flushed_at is not None:
-            kwargs["flushed_at"] = float(self.flushed_at)
         return (list(self.urls),), kwargs
 
     @classmethod
@@ -109,7 +111,6 @@ class Parcel:
         """The parcel a job's or task's arguments carry (see :meth:`call`)."""
         engines = kwargs.get("engines")
         slot = kwargs.get("slot")
-        flushed_at = kwargs.get("flushed_at")
         return cls.of(
             args[0],
             batch_id=str(kwargs.get("batch_id") or "") or None,
@@ -118,7 +119,6 @@ class Parcel:
             engines=tuple(engines) if engines is not None else None,
             force=bool(kwargs.get("force", False)),
             slot=float(slot) if slot is not None else None,
-            flushed_at=float(flushed_at) if flushed_at is not None else None,
         )
 
     def __len__(self) -> int:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from .. import signals
+from .. import preflight, signals
 from ..conf import HostConfig, IndexNowSettings, get_settings
 from ..protocol.client import Engine, IndexNowClient, Outcome, PostResult
 from ..protocol.normalize import host_of, normalize_urls
@@ -98,6 +98,8 @@ class DeliveryReport:
     deferred: list[Deferred] = field(default_factory=list)
     #: ``(engine, urls)`` of the POSTs not started because the deadline passed.
     left: list[tuple[Engine, list[str]]] = field(default_factory=list)
+    #: ``(url, reason)`` for public URLs the preflight held back (``PREFLIGHT``).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def accepted(self) -> list[PostResult]:
@@ -210,6 +212,8 @@ def deliver_now(
         report.gone = frozenset(
             gone_urls(valid, gone if isinstance(gone, Collection) else list(gone), conf)
         )
+    if conf.preflight_enabled and (attempt or 1) == 1:  # a retry sends what was screened
+        valid, report.skipped = preflight.screen(valid, report.gone, batch_id=batch_id, conf=conf)
     if not valid:
         return report
     store = make_debounce(conf)

@@ -104,6 +104,18 @@ class IndexNowWagtailConfig(AppConfig):
             logger.debug("IndexNow could not read the Wagtail sites yet", exc_info=True)
             return []
 
+    def indexnow_report_urls(self) -> Iterator[tuple[str, str]]:
+        """``("Wagtail pages", url)`` for each public page's URLs, for ``indexnow_report``."""
+        from wagtail.models import Page
+
+        from .pages import PageURLs
+
+        urls = PageURLs()
+        pages = Page.objects.filter(live=True, depth__gt=1).order_by("path").specific(defer=True)
+        for page in pages.iterator():
+            for url in urls.urls(page):
+                yield "Wagtail pages", url
+
     def indexnow_diagnostics(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
         """``(section, status, message, data)`` for ``indexnow_check``: the Wagtail sites."""
         from wagtail.models import Site

@@ -101,6 +101,12 @@ class Command(BaseCommand):
             write("  Last deliveries:")
             for row in deliveries:
                 status = row["status"] if row["status"] is not None else "-"
+                if row["outcome"] == "skipped":
+                    write(
+                        f"    {row['sent_at']} {row['host']}: skipped by the preflight "
+                        f"({row['answer']}), batch {row['batch_id']}"
+                    )
+                    continue
                 write(
                     f"    {row['sent_at']} {row['engine']} {row['host']}: {row['outcome']} "
                     f"({status}), {row['url_count']} URL(s), batch {row['batch_id']}, "

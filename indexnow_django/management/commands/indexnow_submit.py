@@ -308,6 +308,8 @@ class Command(BaseCommand):
             parts.append(f"{n(c.queued)} queued in {n(c.jobs)} job(s)")
             if c.fallback:
                 parts.append(f"{n(c.fallback)} sent by fallback")
+        if c.skipped:
+            parts.append(f"{n(c.skipped)} skipped by the preflight")
         if run.sync or c.fallback:
             parts.append(f"{n(c.accepted)} accepted")
             parts.append(f"{n(c.rejected)} rejected")

@@ -267,7 +267,7 @@ def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
     outboxes in the same transaction: whatever happens to this process, each
     pending URL is either still pending or in a job.
     """
-    from ...delivery.parcel import Parcel
+    from ...delivery.parcel import Parcel, new_batch_id
     from .queue import delivery_job
 
     connection = queue.connection
@@ -285,21 +285,29 @@ def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
             urls: list[str] = []
             gone: list[str] = []
             pairs: list[Any] = []
+            oldest = time.time()
             for raw_url, value in _due_hosts(entries, time.time()):
                 url = raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url)
                 urls.append(url)
-                if _entry(value)[0] == GONE:
+                side, added, _ = _entry(value)
+                if side == GONE:
                     gone.append(url)
+                if added is not None:
+                    oldest = min(oldest, added)
                 pairs += [raw_url, value]
             if not urls:
                 continue  # due later: the window job of its moment takes it
+            # The batch id says when the oldest of them was flushed (the history's flushed_at).
+            batch_id = new_batch_id(at=oldest)
             if engine is None:
-                parcel = Parcel.of(urls, gone=gone)
+                parcel = Parcel.of(urls, batch_id=batch_id, gone=gone)
             else:
                 # What waits for one engine was held back at a slot of the throttle taken
                 # then (or never tried): it is due now, within the engine's budget for the
                 # last minute, without taking another slot behind those it took.
-                parcel = Parcel.of(urls, gone=gone, engines=(engine,), slot=time.time())
+                parcel = Parcel.of(
+                    urls, batch_id=batch_id, gone=gone, engines=(engine,), slot=time.time()
+                )
             job = delivery_job(queue, parcel, conf=conf)
             queue.enqueue_job(job, pipeline=pipe, at_front=True)
             for start in range(0, len(pairs), 2 * _CHUNK):

@@ -64,7 +64,11 @@ def enqueue_kept(queue: Queue, conf: IndexNowSettings) -> list[str]:
                 urls.update(dict.fromkeys(row.url_list))
                 gone.update(row.gone_list)
             parcel = Parcel.of(
-                urls, batch_id=new_batch_id(), gone=gone, engines=engines, force=force
+                urls,
+                batch_id=new_batch_id(at=group[0].kept_at.timestamp()),
+                gone=gone,
+                engines=engines,
+                force=force,
             )
             job_id = str(enqueue_delivery(queue, parcel, conf=conf).id)
             logger.info(

@@ -21,7 +21,7 @@ retries it. It also registers itself again when Redis lost its registration (a
 restart), starts its scheduler again when that process died (rq
 would wait for its 10-minute maintenance), and queues the URLs that web
 processes kept in the database while Redis could not take their jobs
-(:mod:`indexnow_django.pending`). A busy worker looks when it is idle again;
+(:mod:`.kept`). A busy worker looks when it is idle again;
 any idle worker of the queue will do. The test suite shortens the interval,
 and the heartbeats of delivery jobs, with :data:`SWEEP_EVERY_ENV` and
 :data:`~indexnow_django.transports.rq.queue.HEARTBEAT_TTL_ENV`.

@@ -1,0 +1,246 @@
+"""How fresh is the site in the engines' eyes: per registered model, over the last days, the
+URLs flushed, accepted by every engine and how long after their flush, still not accepted
+(with their last answer), and skipped by the preflight.
+
+``manage.py indexnow_report`` prints :func:`freshness`; the admin's deliveries page shows
+it too. Everything comes from the history (:class:`~indexnow_django.models.Delivery`):
+each record carries the time its URLs were flushed (``flushed_at``, the same for every
+attempt of a flush, from its batch id), so a URL accepted at its third attempt counts from
+its flush, not from its last POST. A record without one (written before the flush time
+was kept) counts from the first POST of its batch.
+
+A flushed URL is one URL of one flush (a batch id): a page saved twice in the period
+counts twice. It is *accepted* once every engine that was sent it in that flush accepted
+it (an engine that left it out as already accepted within ``DEBOUNCE["TTL"]`` is not
+waited for); its delay is from the flush to the last of those acceptances.
+
+Which model a URL belongs to is worked out from the registered models' objects as they
+are now (each public object's URLs, as ``indexnow_submit --model`` reads them) and from
+the URLs installed apps list through an app config's ``indexnow_report_urls()`` (Wagtail
+pages); a URL no current object has (a deleted object, a URL submitted by hand) is
+counted under :data:`OTHER`.
+
+Cost: one query over the period's records (indexed by ``flushed_at`` and ``sent_at``),
+streamed; and one pass over the registered models' public objects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from .conf import IndexNowSettings, get_settings
+
+__all__ = ["OTHER", "Freshness", "ModelFreshness", "freshness", "percentile"]
+
+#: The row of URLs that no registered model's current objects have.
+OTHER = "other URLs"
+#: URLs listed per model among those not accepted yet, and skipped.
+LISTED = 20
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """The nearest-rank percentile of ``values`` (``fraction`` 0.5 for the median)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass
+class ModelFreshness:
+    """The figures of one model (or :data:`OTHER`) over the period."""
+
+    label: str
+    flushed: int = 0
+    accepted: int = 0
+    delays: list[float] = field(default_factory=list, repr=False)
+    #: ``(url, engine, last answer)`` of the URLs not accepted yet, the first :data:`LISTED`.
+    not_accepted: list[tuple[str, str, str]] = field(default_factory=list)
+    not_accepted_count: int = 0
+    #: ``(url, reason)`` of the URLs the preflight held back, the first :data:`LISTED`.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped_count: int = 0
+
+    @property
+    def p50(self) -> float | None:
+        return percentile(self.delays, 0.5)
+
+    @property
+    def p95(self) -> float | None:
+        return percentile(self.delays, 0.95)
+
+    def as_dict(self) -> dict[str, Any]:
+        def seconds(value: float | None) -> float | None:
+            return None if value is None else round(value, 3)
+
+        return {
+            "model": self.label,
+            "flushed": self.flushed,
+            "accepted": self.accepted,
+            "p50_seconds": seconds(self.p50),
+            "p95_seconds": seconds(self.p95),
+            "not_accepted": self.not_accepted_count,
+            "not_accepted_urls": [
+                {"url": url, "engine": engine, "last_answer": answer}
+                for url, engine, answer in self.not_accepted
+            ],
+            "skipped": self.skipped_count,
+            "skipped_urls": [{"url": url, "reason": reason} for url, reason in self.skipped],
+        }
+
+
+@dataclass
+class Freshness:
+    """The report: its period and one :class:`ModelFreshness` per model."""
+
+    days: int
+    since: datetime
+    until: datetime
+    models: list[ModelFreshness]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "days": self.days,
+            "since": self.since.isoformat(),
+            "until": self.until.isoformat(),
+            "models": [model.as_dict() for model in self.models],
+        }
+
+
+@dataclass
+class _Flushed:
+    """One URL of one flush, as the records tell it."""
+
+    flushed_at: datetime | None
+    #: Per engine: when it accepted the URL, or ``None`` while it has not.
+    engines: dict[str, datetime | None] = field(default_factory=dict)
+    #: The newest answer that was no acceptance: ``(engine, answer)``, and when.
+    last_answer: tuple[str, str] = ("", "")
+    last_answer_at: datetime | None = None
+    skipped: str | None = None
+
+
+def freshness(
+    days: int = 7, *, conf: IndexNowSettings | None = None, now: datetime | None = None
+) -> Freshness:
+    """The report over the last ``days`` days; see the module."""
+    from .delivery.history import SKIPPED_ENGINE
+    from .models import Delivery
+
+    conf = conf or get_settings()
+    now = now or timezone.now()
+    since = now - timedelta(days=days)
+    records = (
+        Delivery.objects.filter(
+            Q(flushed_at__gte=since) | Q(flushed_at__isnull=True, sent_at__gte=since)
+        )
+        .exclude(outcome=Delivery.Outcome.DRY_RUN)
+        .order_by()
+    )
+    flushed: dict[tuple[str, str], _Flushed] = {}
+    first_post: dict[str, datetime] = {}
+    rows = records.values_list(
+        "batch_id", "engine", "outcome", "status", "answer", "sent_at", "flushed_at", "urls"
+    )
+    for batch_id, engine, outcome, status, answer, sent_at, flushed_at, urls in rows.iterator(
+        chunk_size=500
+    ):
+        if flushed_at is None and (batch_id not in first_post or sent_at < first_post[batch_id]):
+            first_post[batch_id] = sent_at
+        for url in urls.split(Delivery.URL_SEPARATOR):
+            if not url:
+                continue
+            state = flushed.get((batch_id, url))
+            if state is None:
+                state = flushed[(batch_id, url)] = _Flushed(flushed_at)
+            if outcome == Delivery.Outcome.SKIPPED or engine == SKIPPED_ENGINE:
+                state.skipped = answer
+            elif outcome == Delivery.Outcome.ACCEPTED:
+                seen = state.engines.get(engine)
+                if seen is None or sent_at < seen:
+                    state.engines[engine] = sent_at
+            else:
+                state.engines.setdefault(engine, None)
+                if state.last_answer_at is None or sent_at >= state.last_answer_at:
+                    state.last_answer = (engine, _answer(engine, status, answer))
+                    state.last_answer_at = sent_at
+    owners = _owners({url for _, url in flushed}, conf)
+    figures: dict[str, ModelFreshness] = {}
+    for (batch_id, url), state in flushed.items():
+        label = owners.get(url, OTHER)
+        model = figures.get(label)
+        if model is None:
+            model = figures[label] = ModelFreshness(label)
+        model.flushed += 1
+        if state.skipped is not None and not state.engines:
+            model.skipped_count += 1
+            if len(model.skipped) < LISTED:
+                model.skipped.append((url, state.skipped))
+            continue
+        accepted = state.engines.values()
+        if state.engines and all(moment is not None for moment in accepted):
+            model.accepted += 1
+            start = state.flushed_at or first_post.get(batch_id)
+            if start is not None:
+                last = max(moment for moment in accepted if moment is not None)
+                model.delays.append(max(0.0, (last - start).total_seconds()))
+            continue
+        model.not_accepted_count += 1
+        if len(model.not_accepted) < LISTED:
+            model.not_accepted.append((url, *state.last_answer))
+    ordered = sorted(figures.values(), key=lambda m: (m.label == OTHER, m.label))
+    return Freshness(days, since, now, ordered)
+
+
+def _answer(engine: str, status: int | None, answer: str) -> str:
+    from .protocol.client import excerpt
+
+    text = excerpt(answer.removeprefix(f"{engine} answered "), 120)
+    code = str(status) if status is not None else "no answer"
+    if not text:
+        return code
+    return text if status is None or code in text else f"{code} {text}"
+
+
+def _owners(urls: set[str], conf: IndexNowSettings) -> dict[str, str]:
+    """``{url: label}`` for those of ``urls`` that a registered model's public object (or
+    an installed app's ``indexnow_report_urls()``) has now."""
+    found: dict[str, str] = {}
+    if not urls:
+        return found
+    for label, url in _current_urls(conf):
+        if url in urls and url not in found:
+            found[url] = label
+            if len(found) == len(urls):
+                break
+    return found
+
+
+def _current_urls(conf: IndexNowSettings) -> Iterator[tuple[str, str]]:
+    from django.apps import apps
+
+    from .protocol.normalize import InvalidURL, normalize_url
+    from .registry import registry
+    from .sources import model_entries
+
+    for model in sorted(registry, key=lambda model: model._meta.label):
+        label = model._meta.label
+        for entry in model_entries(label):
+            if entry.problem is None:
+                try:
+                    yield label, normalize_url(entry.raw, conf.base_url)
+                except InvalidURL:
+                    continue
+    for app_config in apps.get_app_configs():
+        source = getattr(app_config, "indexnow_report_urls", None)
+        if source is not None:
+            found: Iterable[tuple[str, str]] = source()
+            yield from found
