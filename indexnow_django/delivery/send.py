@@ -24,11 +24,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from .. import preflight, signals
+from .. import signals
 from ..conf import HostConfig, IndexNowSettings, get_settings
 from ..protocol.client import Engine, IndexNowClient, Outcome, PostResult
 from ..protocol.normalize import host_of, normalize_urls
-from . import escalation
+from . import escalation, preflight
 from .debounce import Claim, DebounceStore
 from .history import attempt_of, record
 from .throttle import Throttle

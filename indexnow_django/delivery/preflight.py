@@ -38,7 +38,7 @@ from io import BytesIO
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes, urljoin, urlsplit
 
-from .conf import IndexNowSettings
+from ..conf import IndexNowSettings
 
 if TYPE_CHECKING:
     from django.http import HttpResponseBase
@@ -65,7 +65,7 @@ def screen(
     """``(kept, skipped)``: those of the normalized ``urls`` worth submitting (every one of
     ``gone``, never rendered, and the public ones whose page says so), and the others with
     their reason, recorded in the history and logged."""
-    from .delivery.history import record_skipped
+    from .history import record_skipped
 
     renderer: Renderer | None = None
     kept: list[str] = []
