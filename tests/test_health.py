@@ -245,7 +245,12 @@ def test_a_worker_with_five_403s_fails_the_check(
 ) -> None:
     from tests.rqhelpers import failed_ids, wait_for_count
 
-    overrides = {**history_on, "DISPATCH": "queue", "DEBOUNCE": {"CACHE": "shared", "TTL": 600}}
+    overrides = {
+        **history_on,
+        "DISPATCH": "queue",
+        "DEBOUNCE": {"CACHE": "shared", "TTL": 600},
+        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # a job, and a POST, per flush
+    }
     indexnow_settings(**overrides)
     engine.queue_replies(*[Reply(403, body="Key not valid")] * 5)
     for n in range(5):

@@ -239,7 +239,12 @@ def test_a_worker_renders_the_pages_of_a_flush_and_sends_only_the_plain_one(
     from tests.rqhelpers import finished_ids, wait_for_count
 
     settings.ROOT_URLCONF = PREFLIGHT_SITE["ROOT_URLCONF"]
-    overrides = {**history_on, "DISPATCH": "queue", "PREFLIGHT": {"ENABLED": True}}
+    overrides = {
+        **history_on,
+        "DISPATCH": "queue",
+        "PREFLIGHT": {"ENABLED": True},
+        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # the flush's own job
+    }
     indexnow_settings(**overrides)
     # One flush: the saves of a unit of work.
     with indexnow_django.batch():

@@ -96,7 +96,10 @@ def test_a_delayed_flush_is_scheduled_no_earlier_than_the_delay(indexnow_setting
 @pytest.fixture
 def rejected_job(engine, indexnow_settings, redis_conn, start_worker) -> str:
     """The id of a delivery job that a worker ran and that failed on a 403."""
-    overrides = {"DISPATCH": "queue"}
+    overrides = {
+        "DISPATCH": "queue",
+        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},
+    }  # the flush's own job
     indexnow_settings(**overrides)
     start_worker(overrides, with_scheduler=False)
     engine.queue_replies(Reply(403))

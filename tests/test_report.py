@@ -187,7 +187,12 @@ def test_after_a_workers_deliveries_with_retries_the_figures_match_the_history(
     from indexnow_django.testing import Reply
     from tests.rqhelpers import FAST_RETRY, wait_for_count
 
-    overrides = {**history_on, "DISPATCH": "queue", "RETRY": dict(FAST_RETRY)}
+    overrides = {
+        **history_on,
+        "DISPATCH": "queue",
+        "RETRY": dict(FAST_RETRY),
+        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # a job per flush
+    }
     indexnow_settings(**overrides)
     # The first POST (the first flush's two posts) is answered 503, its retry 200; the
     # second flush is accepted at once.
