@@ -10,6 +10,7 @@ is off, so that a URL sent twice shows twice.
 from __future__ import annotations
 
 import contextlib
+import io
 from typing import Any
 
 import pytest
@@ -244,7 +245,9 @@ def test_a_row_that_belongs_to_an_object_submits_it(engine: Any, admin_client: A
     assert sent(engine) == [[f"{BASE}/lessons/steps/"]]
 
 
-def test_a_name_in_related_that_is_no_reverse_relation_is_a_system_check_error() -> None:
+def test_a_name_in_related_that_tracking_cannot_follow_is_a_system_check_warning() -> None:
+    from django.core import checks
+
     from indexnow_django import ModelIndexNow, register
     from indexnow_django.registry import check_registrations, unregister
     from tests.testapp.models import Untracked
@@ -254,16 +257,60 @@ def test_a_name_in_related_that_is_no_reverse_relation_is_a_system_check_error()
 
     register(Untracked, UntrackedIndexNow)
     try:
-        assert [(e.id, e.msg) for e in check_registrations()] == [
+        found = check_registrations()
+        assert [(type(e), e.id, e.msg) for e in found] == [
             (
-                "indexnow.E031",
-                f"UntrackedIndexNow for testapp.Untracked: related names {name!r}, which is "
-                "not a reverse relation of testapp.Untracked.",
+                checks.Warning,
+                "indexnow.W031",
+                f"UntrackedIndexNow for testapp.Untracked: related names {name!r}, which "
+                "IndexNow cannot follow: it is not a reverse relation or a generic relation "
+                "of testapp.Untracked. Saving or deleting its rows submits nothing.",
             )
             for name in ("title", "comments")
         ]
+        # A warning: commands (migrate, rqworker...) still run.
+        assert not [e for e in found if e.is_serious()]
     finally:
         unregister(Untracked)
+
+
+# Generic relations ---------------------------------------------------------------------------
+
+
+def test_a_generic_relation_in_related_passes_the_check() -> None:
+    from django.core import checks
+
+    messages = [
+        e for e in checks.run_checks(tags=[checks.Tags.models]) if e.id.startswith("indexnow.")
+    ]
+    assert messages == []
+
+
+def test_a_comment_added_edited_and_deleted_submits_its_article(engine: Any) -> None:
+    from tests.thirdparty.models import Article, Comment
+
+    article = Article.objects.create(slug="commented")
+    other = Article.objects.create(slug="other")
+    engine.reset()
+    comment = article.comments.create(text="First!")
+    assert sent(engine) == [[f"{BASE}/articles/commented/"]]
+    engine.reset()
+    comment.text = "First, edited"
+    comment.save()
+    assert sent(engine) == [[f"{BASE}/articles/commented/"]]
+    engine.reset()
+    comment.delete()
+    assert sent(engine) == [[f"{BASE}/articles/commented/"]]
+    engine.reset()
+    # A comment on an object of another model with the same primary key is not the article's.
+    from tests.thirdparty.models import Story
+
+    story = Story.objects.create(title="Story", slug="story")
+    story.pk = other.pk
+    story.save()
+    engine.reset()
+    Comment.objects.create(target=story, text="On the story")
+    assert sent(engine) == []
 
 
 # Trees: dependents() and watch() ---------------------------------------------------------
@@ -449,3 +496,114 @@ def test_treebeard_admin_a_rename_and_a_move(engine: Any, admin_client: Any) -> 
             "howtos/python/django/",
         )
     )
+
+
+# django-reversion ------------------------------------------------------------------------
+
+STORY = f"{BASE}/stories"
+
+
+def story_with_two_revisions() -> Any:
+    """A story saved as "first", then renamed "second", each in a revision of its own."""
+    import reversion
+
+    from tests.thirdparty.models import Story
+
+    with reversion.create_revision():
+        story = Story.objects.create(title="Story", slug="first")
+    with reversion.create_revision():
+        story.slug = "second"
+        story.save()
+    return story
+
+
+def test_reversion_admin_revert_submits_the_old_and_the_new_url(
+    engine: Any, admin_client: Any
+) -> None:
+    from reversion.models import Version
+
+    from tests.thirdparty.models import Story
+
+    story = story_with_two_revisions()
+    engine.reset()
+    first = Version.objects.get_for_object(story)[1]
+    # The revision's form, as the admin shows it, then saved.
+    page = admin_client.get(f"/admin/thirdparty/story/{story.pk}/history/{first.pk}/")
+    assert page.status_code == 200
+    assert Story.objects.get().slug == "second"  # showing the form reverts nothing
+    assert sent(engine) == []
+    response = admin_client.post(
+        f"/admin/thirdparty/story/{story.pk}/history/{first.pk}/",
+        {"title": "Story", "slug": "first", "_save": "Save"},
+    )
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Story.objects.get().slug == "first"
+    assert sent(engine) == [[f"{STORY}/first/", f"{STORY}/second/"]]
+
+
+def test_reversion_version_revert_in_a_command(engine: Any) -> None:
+    from django.core.management import call_command
+
+    story = story_with_two_revisions()
+    engine.reset()
+    out = io.StringIO()
+    call_command("revert_story", story.pk, stdout=out)
+    assert out.getvalue() == "reverted first\n"
+    assert sent(engine) == [[f"{STORY}/first/", f"{STORY}/second/"]]
+
+
+def test_reversion_admin_recover_submits_the_url_of_the_deleted_object(
+    engine: Any, admin_client: Any
+) -> None:
+    from reversion.models import Version
+
+    from tests.thirdparty.models import Story
+
+    story = story_with_two_revisions()
+    story.delete()
+    engine.reset()
+    [deleted] = Version.objects.get_deleted(Story)
+    response = admin_client.post(
+        f"/admin/thirdparty/story/recover/{deleted.pk}/",
+        {"title": "Story", "slug": "second", "_save": "Save"},
+    )
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Story.objects.get().slug == "second"
+    assert sent(engine) == [[f"{STORY}/second/"]]
+
+
+def test_loaddata_of_the_same_object_submits_nothing(engine: Any, tmp_path: Any) -> None:
+    from django.core.management import call_command
+
+    from tests.thirdparty.models import Story
+
+    story = story_with_two_revisions()
+    fixture = tmp_path / "stories.json"
+    call_command("dumpdata", "thirdparty.story", output=str(fixture))
+    story.slug = "third"
+    story.save()
+    engine.reset()
+    call_command("loaddata", str(fixture), verbosity=0)
+    assert Story.objects.get().slug == "second"
+    assert sent(engine) == []
+
+
+def test_count_raw_saves_tracks_another_deserializer(engine: Any) -> None:
+    from django.core import serializers
+
+    import indexnow_django
+    from tests.thirdparty.models import Story
+
+    story = Story.objects.create(title="Story", slug="kept")
+    data = serializers.serialize("json", [story])
+    story.slug = "edited"
+    story.save()
+    engine.reset()
+    with indexnow_django.count_raw_saves():
+        for restored in serializers.deserialize("json", data):
+            restored.save()
+    assert sent(engine) == [[f"{STORY}/kept/", f"{STORY}/edited/"]]
+    engine.reset()
+    for restored in serializers.deserialize("json", data):
+        restored.save()  # outside the block, a raw save as loaddata makes: nothing
+    assert sent(engine) == []

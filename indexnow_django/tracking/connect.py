@@ -27,6 +27,7 @@ from ..registry import Related, plan_for, registration_changed
 from .delete import after_delete, before_delete
 from .loading import patch_tracked_classes
 from .m2m import m2m_fields, on_m2m_changed, through_of
+from .raw import follow_reversion
 from .related import after_row_change, before_row_change, owners
 from .save import after_save, before_save
 from .state import ModelInfo, children, model_info, tracked
@@ -62,6 +63,7 @@ def connect() -> None:
     """Start tracking (the app's ``ready()`` calls this); later changes are followed."""
     registration_changed.connect(_sync, dispatch_uid="indexnow_django.tracking.sync")
     class_prepared.connect(_prepared, dispatch_uid="indexnow_django.tracking.class_prepared")
+    follow_reversion()
     _sync()
 
 

@@ -34,6 +34,7 @@ from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registry import plan_for
 from .outcome import DRAFT, Seen, change, failed, outcome, see
+from .raw import ignored
 from .state import (
     MISSING,
     ModelInfo,
@@ -81,10 +82,10 @@ def before_save(
 ) -> None:
     """``pre_save``: the stored row that the save overwrites."""
     known = state(instance)
-    known.raw = raw
     known.before = None
+    raw = known.raw = ignored(raw)
     if raw or not is_enabled():
-        return
+        return  # loaddata, a fixture: nothing (a revert is counted: see .raw)
     info = tracked.get(sender)
     if info is None:
         known.base_save = before_base_save(instance, using, update_fields)
@@ -167,7 +168,7 @@ def after_save(
     **kwargs: Any,
 ) -> None:
     """``post_save``: keep the row as saved and submit what the save changed."""
-    if raw:
+    if ignored(raw):
         return
     known = state(instance)
     before, known.before = known.before, None
