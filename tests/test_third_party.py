@@ -607,3 +607,62 @@ def test_count_raw_saves_tracks_another_deserializer(engine: Any) -> None:
     for restored in serializers.deserialize("json", data):
         restored.save()  # outside the block, a raw save as loaddata makes: nothing
     assert sent(engine) == []
+
+
+# django-polymorphic and multi-table inheritance ------------------------------------------
+
+BOOK = f"{BASE}/books/p1-dune-novel/"
+
+
+def test_polymorphic_create_edit_delete_through_the_base_queryset(engine: Any) -> None:
+    from tests.thirdparty.models import Book, Product
+
+    book = Book.objects.create(slug="p1-dune", author="Herbert")
+    assert sent(engine) == [[f"{BASE}/books/p1-dune/"]]
+    engine.reset()
+    loaded = Product.objects.get(pk=book.pk)
+    assert type(loaded) is Book
+    loaded.slug = "p1-dune-novel"
+    loaded.save()
+    assert sent(engine) == [[BOOK, f"{BASE}/books/p1-dune/"]]
+    engine.reset()
+    Product.objects.filter(pk=book.pk).delete()
+    assert sent(engine) == [[BOOK]]
+
+
+def test_polymorphic_admin_delete_submits_only_the_childs_url(
+    engine: Any, admin_client: Any
+) -> None:
+    from tests.thirdparty.models import Book, Product
+
+    book = Book.objects.create(slug="p1-dune-novel")
+    engine.reset()
+    response = admin_client.post(f"/admin/thirdparty/product/{book.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert not Product.objects.exists()
+    assert sent(engine) == [[BOOK]]
+
+
+def test_multi_table_child_saved_and_deleted_as_its_base_class(engine: Any) -> None:
+    from tests.thirdparty.models import Book, Product
+
+    book = Book.objects.create(slug="p1-dune")
+    engine.reset()
+    # Loaded as a plain Product (no polymorphic downcast): still the book's pages.
+    base = Product.objects.non_polymorphic().get(pk=book.pk)
+    assert type(base) is Product
+    base.slug = "p1-dune-novel"
+    base.save()
+    assert sent(engine) == [[BOOK, f"{BASE}/books/p1-dune/"]]
+    engine.reset()
+    Product.objects.non_polymorphic().filter(pk=book.pk).delete()
+    assert not Book.objects.exists()
+    assert sent(engine) == [[BOOK]]
+    engine.reset()
+    Book.objects.create(slug="p2-emma").delete()
+    assert sent(engine) == [[f"{BASE}/books/p2-emma/"], [f"{BASE}/books/p2-emma/"]]
+    engine.reset()
+    # A product that is no book is a product.
+    product = Product.objects.create(slug="p3-lamp")
+    product.delete()
+    assert sent(engine) == [[f"{BASE}/products/p3-lamp/"], [f"{BASE}/products/p3-lamp/"]]

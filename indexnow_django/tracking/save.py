@@ -17,8 +17,9 @@ A save of a tracked object takes one route:
    transaction; inside one, the state before is seen now and the rest at
    the commit (:func:`.outcome.change`); with no unit of work, at once.
 
-A save through an untracked base class of a tracked multi-table model is a
-change of the child row it belongs to (:func:`before_base_save`).
+A save through a base class of a tracked multi-table model (an object loaded as
+the parent model) is a change of the child row it belongs to, judged as the child
+(:func:`before_base_save`), whether the base class is tracked or not.
 """
 
 from __future__ import annotations
@@ -83,12 +84,17 @@ def before_save(
     """``pre_save``: the stored row that the save overwrites."""
     known = state(instance)
     known.before = None
+    known.base_save = None
     raw = known.raw = ignored(raw)
     if raw or not is_enabled():
         return  # loaddata, a fixture: nothing (a revert is counted: see .raw)
     info = tracked.get(sender)
-    if info is None:
+    if sender in children and not (instance._state.adding and instance.pk is None):
+        # An object of a base class whose row may be a tracked child's: judged as the child.
         known.base_save = before_base_save(instance, using, update_fields)
+        if info is None or known.base_save is not None:
+            return
+    if info is None:
         return
     if watched(instance):
         return  # a watch() block submits what its objects' saves change
@@ -173,11 +179,11 @@ def after_save(
     known = state(instance)
     before, known.before = known.before, None
     deferred, known.deferred = known.deferred, None
+    base_save, known.base_save = known.base_save, None
+    if base_save is not None:
+        after_base_save(base_save, instance, using)
     info = tracked.get(sender)
     if info is None:
-        base_save, known.base_save = known.base_save, None
-        if base_save is not None:
-            after_base_save(base_save, instance, using)
         return
     overwritten = known.row
     if update_fields is None and not info.mutable:
@@ -357,7 +363,7 @@ def _as_saved(
 
 
 class BaseSave(NamedTuple):
-    """A save through an untracked base class: the child row it changes, as stored."""
+    """A save through a base class: the child row it changes, as stored."""
 
     plan: Plan
     child: models.Model
@@ -369,7 +375,7 @@ def before_base_save(
     instance: models.Model, using: str, update_fields: Iterable[str] | None
 ) -> BaseSave | None:
     """The stored child row of a tracked multi-table model that a save of ``instance``
-    (an object of its untracked base class) changes, if there is one."""
+    (an object of its base class) changes, if there is one."""
     if instance._state.adding and instance.pk is None:
         return None
     try:

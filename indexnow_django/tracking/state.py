@@ -189,7 +189,8 @@ tracked: dict[type[models.Model], ModelInfo] = {}
 #: The ``from_db`` of each tracked class without the loading hook (the class's own, or
 #: Django's), as a function: objects built for comparison need no state of their own.
 plain_from_db: dict[type[models.Model], Callable[..., models.Model]] = {}
-#: Untracked models with tracked multi-table children, deepest children first.
+#: Models (tracked or not) with tracked multi-table children, deepest children first: an
+#: object of such a model whose row has a child row is judged as the child.
 children: dict[type[models.Model], list[type[models.Model]]] = {}
 
 
@@ -302,3 +303,14 @@ def saved_attnames(instance: models.Model, update_fields: Iterable[str]) -> list
     return [
         f.attname for f in instance._meta.concrete_fields if f.name in names or f.attname in names
     ]
+
+
+def child_row(model: type[models.Model], pk: Any, using: str) -> type[models.Model] | None:
+    """The most specific tracked multi-table child of ``model`` that has a row with this
+    primary key (one query per child model asked), if any."""
+    if pk is None:
+        return None
+    for child in children.get(model, ()):
+        if child._base_manager.using(using).filter(pk=pk).exists():
+            return child
+    return None
