@@ -666,3 +666,44 @@ def test_multi_table_child_saved_and_deleted_as_its_base_class(engine: Any) -> N
     product = Product.objects.create(slug="p3-lamp")
     product.delete()
     assert sent(engine) == [[f"{BASE}/products/p3-lamp/"], [f"{BASE}/products/p3-lamp/"]]
+
+
+# A save that saves twice: the net change of the unit of work ------------------------------
+
+
+@pytest.mark.parametrize("atomic_requests", [False, True], ids=["autocommit", "atomic"])
+def test_an_object_saved_twice_in_a_request_submits_only_where_it_ended(
+    engine: Any, client: Any, monkeypatch: pytest.MonkeyPatch, atomic_requests: bool
+) -> None:
+    from django.db import connection
+
+    monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", atomic_requests)
+    response = client.post("/events/new/", {"title": "Spring fair"})
+    assert response.status_code == 200
+    slug = response.content.decode()
+    assert slug.startswith("spring-fair-")
+    # Not the first save's /events// (normalised /events/), which existed for a moment.
+    assert sent(engine) == [[f"{BASE}/events/{slug}/"]]
+
+
+def test_a_rename_and_back_in_one_batch_never_submits_the_passing_slug(engine: Any) -> None:
+    import indexnow_django
+    from tests.thirdparty.models import Event
+
+    event = Event.objects.create(title="Fair", slug="fair")
+    engine.reset()
+    with indexnow_django.batch():
+        event.slug = "fair-renamed"
+        event.save()
+        event.slug = "fair"
+        event.save()
+    # Saved (fields = None: every save counts), where it began: /events/fair-renamed/
+    # never existed for the engines.
+    assert sent(engine) == [[f"{BASE}/events/fair/"]]
+    engine.reset()
+    with indexnow_django.batch():
+        event.slug = "fair-2"
+        event.save()
+        event.slug = "fair-3"
+        event.save()
+    assert sent(engine) == [[f"{BASE}/events/fair-3/", f"{BASE}/events/fair/"]]

@@ -14,8 +14,9 @@ A save of a tracked object takes one route:
 3. :func:`settle` works the save's URLs out (:func:`urls_of_save`, from the
    row before and the values written) where that costs least and is right:
    at the end of the unit of work, with the unit's other saves, outside a
-   transaction; inside one, the state before is seen now and the rest at
-   the commit (:func:`.outcome.change`); with no unit of work, at once.
+   transaction (several saves of one object are one change, from before the
+   first to after the last); inside one, the state before is seen now and the
+   rest at the commit (:func:`.outcome.change`); with no unit of work, at once.
 
 A save through a base class of a tracked multi-table model (an object loaded as
 the parent model) is a change of the child row it belongs to, judged as the child
@@ -24,6 +25,7 @@ the parent model) is a change of the child row it belongs to, judged as the chil
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -185,7 +187,6 @@ def after_save(
     info = tracked.get(sender)
     if info is None:
         return
-    overwritten = known.row
     if update_fields is None and not info.mutable:
         saved: dict[str, Any] = instance.__dict__.copy()
         del saved["_state"]  # no cycle: the object and its state are freed at once
@@ -201,9 +202,8 @@ def after_save(
         return
     plan = plan_for(sender)
     if plan is not None:
-        # A save of a loaded object (its row known, no query made) is worked out with
-        # the unit's other saves; one that needed the database, at once.
-        later = before is overwritten
+        # Worked out at the end of the unit of work, with its other saves and from the
+        # object's state when the unit began; one whose dependents were watched, at once.
         settle(
             plan,
             info,
@@ -213,7 +213,7 @@ def after_save(
             update_fields,
             deferred,
             using,
-            later=later and before_seen is None,
+            later=before_seen is None,
             standing=standing,
             before_seen=before_seen,
         )
@@ -241,7 +241,10 @@ def settle(
     """Submit what a save changed, worked out when that is right and cheapest.
 
     ``later``: outside a transaction, in a unit of work, the URLs may be worked
-    out at the end of the unit, together with its other saves (that costs less).
+    out at the end of the unit, together with its other saves (that costs less),
+    and from the object's state before its first save in the unit: a URL that it
+    had only between two saves (a save for a primary key, then one for a slug
+    made from it) is never submitted.
     ``standing``: inside a transaction, whether the save still stands.
     """
     args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
@@ -267,15 +270,55 @@ def settle(
         return
     collector = current()
     if later and collector is not None and collector.hold is None and collector.accepts():
-        # At the end of the unit, with its other saves (less per save).
+        # At the end of the unit, with its other saves (less per save), from the state
+        # before the first save of the object in the unit (its net change).
+        nets = _nets.get(collector)
+        if nets is None:
+            nets = _nets[collector] = {}
+        key = (instance._meta.concrete_model, instance.pk)
+        net = nets.get(key)
+        if net is not None and not net.done:
+            net.saved_again(instance, saved, deferred)
+            return
+        net = nets[key] = _Net(nets, key, args)
         waiting = collector.waiting
-        waiting.append((urls_of_save, args))
+        waiting.append((net.resolve, ()))
         if len(waiting) >= LATER_LIMIT:
             collector.settle()
         return
     urls = urls_of_save(*args)
     if urls:
         hand_over(urls, connection)
+
+
+class _Net:
+    """The saves of one object in a unit of work, outside transactions, worked out
+    together when the unit settles: from the row before the first to the last."""
+
+    __slots__ = ("args", "done", "key", "nets")
+
+    def __init__(self, nets: dict[Any, _Net], key: Any, args: tuple[Any, ...]) -> None:
+        self.nets = nets
+        self.key = key
+        self.args = args
+        self.done = False
+
+    def saved_again(
+        self, instance: models.Model, saved: dict[str, Any], deferred: dict[str, Any] | None
+    ) -> None:
+        plan, info, before, _instance, _saved, _fields, _deferred, using, seen = self.args
+        # Compared on every field: the saves together may have written any of them.
+        self.args = (plan, info, before, instance, saved, None, deferred, using, seen)
+
+    def resolve(self) -> list[str]:
+        self.done = True
+        if self.nets.get(self.key) is self:
+            del self.nets[self.key]
+        return urls_of_save(*self.args)
+
+
+#: The objects saved in each unit of work and still to be worked out, by (model, pk).
+_nets: weakref.WeakKeyDictionary[Any, dict[Any, _Net]] = weakref.WeakKeyDictionary()
 
 
 def urls_of_save(
