@@ -23,10 +23,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import indexnow_django
-from indexnow_django import ModelIndexNow, batch, compat, register, tracking
+from indexnow_django import ModelIndexNow, batch, register, tracking
 from indexnow_django import registry as registry_module
 from indexnow_django.exceptions import RegistrationError
 from indexnow_django.registry import get_registration, registry, unregister
+from indexnow_django.tracking.state import LOADED
 from tests.testapp.indexnow import PostIndexNow, RestaurantIndexNow
 from tests.testapp.models import (
     Article,
@@ -490,7 +491,8 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
     django_from_db = Model.from_db.__func__  # type: ignore[attr-defined]
     for queryset in (Post.objects.all(), Post.objects.defer("body"), Post.objects.only("slug")):
         (loaded,) = queryset.filter(pk=post.pk)
-        row = compat.kept_state(loaded).row  # the row in field order, or by attname if deferred
+        # The row in field order, or by attname if deferred, kept by reference.
+        row = loaded.__dict__[LOADED]
         if isinstance(row, dict):
             names, values = list(row), list(row.values())
         else:
@@ -498,11 +500,11 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
         # Django 6.1 also passes the queryset's fetch mode.
         options = {k: v for k, v in vars(loaded._state).items() if k == "fetch_mode"}
         built = django_from_db(Post, "default", names, values, **options)
-        assert {k: v for k, v in vars(loaded).items() if k != "_state"} == {
+        assert {k: v for k, v in vars(loaded).items() if k not in ("_state", LOADED)} == {
             k: v for k, v in vars(built).items() if k != "_state"
         }
         assert loaded.get_deferred_fields() == built.get_deferred_fields()
-        state = {k: v for k, v in vars(loaded._state).items() if k != "indexnow"}
+        state = vars(loaded._state)  # nothing of tracking's until a save
         assert state == vars(built._state)
         assert state["adding"] is False and state["db"] == "default"
 

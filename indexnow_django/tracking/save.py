@@ -39,6 +39,7 @@ from ..registry import plan_for
 from .outcome import DRAFT, Seen, change, failed, outcome, see
 from .raw import ignored
 from .state import (
+    LOADED,
     MISSING,
     ModelInfo,
     Row,
@@ -190,6 +191,7 @@ def after_save(
     if update_fields is None and not info.mutable:
         saved: dict[str, Any] = instance.__dict__.copy()
         del saved["_state"]  # no cycle: the object and its state are freed at once
+        saved.pop(LOADED, None)
     elif update_fields is None:
         saved = remember(instance, info.attnames)
     else:

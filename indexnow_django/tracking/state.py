@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
 __all__ = [
+    "LOADED",
     "MISSING",
     "ModelInfo",
     "Row",
@@ -42,6 +43,10 @@ __all__ = [
 Row = Sequence[Any] | dict[str, Any]
 
 MISSING: Any = object()
+
+#: The attribute in which a tracked class's ``from_db`` leaves the row it loaded the
+#: object from (:mod:`.loading`), until the object's :class:`TrackedState` is made.
+LOADED = "_indexnow_loaded"
 
 _MUTABLE_TYPES = frozenset({"JSONField", "ArrayField", "HStoreField"})
 
@@ -100,8 +105,11 @@ def state(instance: models.Model) -> TrackedState:
     original: it gets a state of its own that starts from the same row.
     """
     found: TrackedState | None = kept_state(instance)
-    if found is None or found._owner != id(instance):
-        found = TrackedState(id(instance), found.row if found is not None else None)
+    if found is None:
+        found = TrackedState(id(instance), instance.__dict__.get(LOADED))
+        keep_state(instance, found)
+    elif found._owner != id(instance):
+        found = TrackedState(id(instance), found.row)
         keep_state(instance, found)
     return found
 
@@ -109,7 +117,10 @@ def state(instance: models.Model) -> TrackedState:
 def loaded_row(instance: models.Model) -> Row | None:
     """The row ``instance`` was loaded or last saved with, as kept (no copy)."""
     found: TrackedState | None = kept_state(instance)
-    return known_row(found) if found is not None else None
+    if found is None:
+        row: Row | None = instance.__dict__.get(LOADED)
+        return row
+    return known_row(found)
 
 
 def known_row(known: TrackedState) -> Row | None:
