@@ -707,3 +707,92 @@ def test_a_rename_and_back_in_one_batch_never_submits_the_passing_slug(engine: A
         event.slug = "fair-3"
         event.save()
     assert sent(engine) == [[f"{BASE}/events/fair-3/", f"{BASE}/events/fair/"]]
+
+
+# The recipes of docs/third-party.md, as written there ---------------------------------------
+
+
+def recipe(heading: str) -> str:
+    """The first Python block of the docs/third-party.md section under ``## heading``."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "third-party.md").read_text()
+    section = page.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, flags=re.M | re.S)
+    assert blocks, f"no Python block under {heading!r}"
+    return str(blocks[0])
+
+
+def registrations_of(heading: str, **models: Any) -> list[tuple[Any, Any]]:
+    """What a registration recipe registers: ``(model, options)`` for each call."""
+    from indexnow_django import ModelIndexNow
+
+    calls: list[tuple[Any, Any]] = []
+
+    def register(model: Any, options: Any = None) -> Any:
+        if options is not None:
+            calls.append((model, options))
+            return options
+
+        def decorator(cls: Any) -> Any:
+            calls[-1] = (model, cls)
+            return cls
+
+        calls.append((model, ModelIndexNow))
+        return decorator
+
+    exec(recipe(heading), {"register": register, "ModelIndexNow": ModelIndexNow, **models})
+    return calls
+
+
+def test_the_generic_relations_recipe_is_the_tested_registration() -> None:
+    from indexnow_django.registry import get_registration
+    from tests.thirdparty.models import Article
+
+    [(model, options)] = registrations_of("Generic relations", Article=Article)
+    assert model is Article
+    assert list(options.related) == ["comments"] == list(get_registration(Article).related)
+
+
+def test_the_polymorphic_recipe_is_the_tested_registration() -> None:
+    from indexnow_django import ModelIndexNow
+    from indexnow_django.registry import registry
+    from tests.thirdparty.models import Book, Product
+
+    calls = registrations_of(
+        "django-polymorphic and multi-table inheritance", Product=Product, Book=Book
+    )
+    assert calls == [(Product, ModelIndexNow), (Book, ModelIndexNow)]
+    assert type(registry[Product]) is ModelIndexNow and type(registry[Book]) is ModelIndexNow
+
+
+def test_the_restore_recipe_submits_what_it_restores(engine: Any) -> None:
+    from django.core import serializers
+
+    from tests.thirdparty.models import Story
+
+    story = Story.objects.create(title="Story", slug="kept")
+    data = serializers.serialize("json", [story])
+    story.slug = "edited"
+    story.save()
+    engine.reset()
+    namespace: dict[str, Any] = {}
+    exec(recipe("django-reversion"), namespace)
+    namespace["restore"](data)
+    assert Story.objects.get().slug == "kept"
+    assert sent(engine) == [[f"{STORY}/kept/", f"{STORY}/edited/"]]
+
+
+def test_the_upsert_recipe_submits_old_and_new_urls(engine: Any) -> None:
+    from tests.thirdparty.models import Entry
+
+    Entry.objects.create(code="u3", slug="u3-old")
+    engine.reset()
+    exec(recipe("Upserts: `bulk_create(update_conflicts=True)`"), {"Entry": Entry})
+    [urls] = sent(engine)
+    assert sorted(urls) == [
+        f"{BASE}/entries/u3-new/",
+        f"{BASE}/entries/u3-old/",
+        f"{BASE}/entries/u4-created/",
+    ]
