@@ -25,7 +25,6 @@ the parent model) is a change of the child row it belongs to, judged as the chil
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -274,9 +273,7 @@ def settle(
     if later and collector is not None and collector.hold is None and collector.accepts():
         # At the end of the unit, with its other saves (less per save), from the state
         # before the first save of the object in the unit (its net change).
-        nets = _nets.get(collector)
-        if nets is None:
-            nets = _nets[collector] = {}
+        nets = collector.by_object
         key = (instance._meta.concrete_model, instance.pk)
         net = nets.get(key)
         if net is not None and not net.done:
@@ -317,10 +314,6 @@ class _Net:
         if self.nets.get(self.key) is self:
             del self.nets[self.key]
         return urls_of_save(*self.args)
-
-
-#: The objects saved in each unit of work and still to be worked out, by (model, pk).
-_nets: weakref.WeakKeyDictionary[Any, dict[Any, _Net]] = weakref.WeakKeyDictionary()
 
 
 def urls_of_save(
