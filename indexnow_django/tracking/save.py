@@ -87,7 +87,9 @@ def before_save(
     known = state(instance)
     known.before = None
     known.base_save = None
-    raw = known.raw = ignored(raw)
+    if raw:
+        raw = ignored(raw)
+    known.raw = raw
     if raw or not is_enabled():
         return  # loaddata, a fixture: nothing (a revert is counted: see .raw)
     info = tracked.get(sender)
@@ -176,7 +178,7 @@ def after_save(
     **kwargs: Any,
 ) -> None:
     """``post_save``: keep the row as saved and submit what the save changed."""
-    if ignored(raw):
+    if raw and ignored(raw):
         return
     known = state(instance)
     before, known.before = known.before, None
