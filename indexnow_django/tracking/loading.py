@@ -28,6 +28,8 @@ __all__ = ["patch_tracked_classes"]
 _patched: dict[tuple[type[models.Model], str], Any] = {}
 #: The ``from_db`` hooks in place: what each calls, and the mutable fields it copies.
 _loading_hooks: dict[Callable[..., Any], tuple[Callable[..., models.Model], frozenset[str]]] = {}
+#: Whether Django passes the queryset's ``fetch_mode`` to ``from_db`` (6.1+).
+_DJANGO_PASSES_FETCH_MODE = func_supports_parameter(models.Model.from_db, "fetch_mode")
 #: The ``refresh_from_db`` hooks in place.
 _refresh_hooks: set[Callable[..., Any]] = set()
 
@@ -77,9 +79,10 @@ def _loading_hook(
     """
     # Django 6.1 passes ``fetch_mode=``; a model's own older override may not take
     # it, and then it is not passed on (Django itself does the same).
-    takes_fetch_mode = func_supports_parameter(loader, "fetch_mode")
-    if mutable or (takes_fetch_mode and not func_accepts_kwargs(loader)):
-        passes_options = func_accepts_kwargs(loader) or takes_fetch_mode
+    django_passes = _DJANGO_PASSES_FETCH_MODE
+    takes_fetch_mode = func_supports_parameter(loader, "fetch_mode") or func_accepts_kwargs(loader)
+    if mutable or (django_passes and not takes_fetch_mode):
+        passes_options = takes_fetch_mode
 
         def hook(
             cls: type[models.Model], db: str | None, field_names: Any, values: Any, **options: Any
@@ -105,7 +108,7 @@ def _loading_hook(
 
     # On every page that lists tracked objects: one call and one attribute more than
     # Django's own (nothing copied, nothing built).
-    found = _loading_hook_61(loader, whole) if takes_fetch_mode else _loading_hook_52(loader, whole)
+    found = _loading_hook_61(loader, whole) if django_passes else _loading_hook_52(loader, whole)
     _loading_hooks[found] = (loader, mutable)
     return found
 
