@@ -26,6 +26,12 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_tracking.py --db file --dispatch sync
     .venv/bin/python benchmarks/bench_tracking.py --clock cpu   # on a busy machine
 
+Today's code against another, side by side in one run (each child runs on both
+checkouts in turn, so both see the same machine)::
+
+    git worktree add /tmp/base v1.0   # the release, or any commit
+    .venv/bin/python benchmarks/bench_tracking.py --db file --against /tmp/base
+
 SQLite in memory (the default) is the cheapest database there is, so the
 ratios it gives are the worst case; ``--db file`` is closer to a real site.
 Nothing leaves the machine.
