@@ -26,6 +26,12 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_tracking.py --db file --dispatch sync
     .venv/bin/python benchmarks/bench_tracking.py --clock cpu   # on a busy machine
 
+Today's code against another, side by side in one run (each child runs on both
+checkouts in turn, so both see the same machine)::
+
+    git worktree add /tmp/base v1.0   # the release, or any commit
+    .venv/bin/python benchmarks/bench_tracking.py --db file --against /tmp/base
+
 SQLite in memory (the default) is the cheapest database there is, so the
 ratios it gives are the worst case; ``--db file`` is closer to a real site.
 Nothing leaves the machine.
@@ -44,7 +50,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+#: The checkout whose code is measured: this one, or (in the children of ``--against``)
+#: another, such as the last release checked out with ``git worktree add``.
+CODE = Path(os.environ.get("BENCH_CODE", ROOT))
+sys.path.insert(0, str(CODE))
 
 
 # Child processes -------------------------------------------------------------------
@@ -167,6 +176,7 @@ def child_model(args: argparse.Namespace) -> dict[str, Any]:
                 if kind == "tracked":
                     unregister(Untracked)
     return {
+        "code": measured_code(),
         "save_us": {k: min(v) * 1e6 for k, v in save_times.items()},
         "load_ms": {k: min(v) * 1e3 for k, v in load_times.items()},
         "queries_per_save": queries,
@@ -240,13 +250,21 @@ def child_request(args: argparse.Namespace, with_app: bool, flush: bool = True) 
     totals = [a + b for a, b in zip(served, closed, strict=True)]
     with CaptureQueriesContext(connection) as captured:
         request()
-    return {"ms": min(served) * 1e3, "total_ms": min(totals) * 1e3, "queries": len(captured)}
+    return {
+        "ms": min(served) * 1e3,
+        "total_ms": min(totals) * 1e3,
+        "queries": len(captured),
+        "code": measured_code(),
+    }
 
 
 # The parent --------------------------------------------------------------------------
 
 
-def run_child(args: argparse.Namespace, role: str, env: dict[str, str]) -> dict[str, Any]:
+def run_child(
+    args: argparse.Namespace, role: str, env: dict[str, str], code: Path = ROOT
+) -> dict[str, Any]:
+    env = {**env, "BENCH_CODE": str(code), "PYTHONPATH": str(code)}
     command = [
         sys.executable,
         __file__,
@@ -265,11 +283,18 @@ def run_child(args: argparse.Namespace, role: str, env: dict[str, str]) -> dict[
         "--clock",
         args.clock,
     ]
-    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    result = subprocess.run(command, env=env, cwd=code, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         sys.exit(f"{role} failed:\n{result.stdout}\n{result.stderr}")
     data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return data
+
+
+def measured_code() -> str:
+    """Where the package a child measures comes from (so a run shows what it compared)."""
+    import indexnow_django
+
+    return str(Path(indexnow_django.__file__).resolve().parent.parent)
 
 
 def main() -> None:
@@ -282,6 +307,12 @@ def main() -> None:
     parser.add_argument("--saves", type=int, default=1000, help="saves per round (default 1000)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds of saves (default 7)")
     parser.add_argument("--requests", type=int, default=30, help="timed requests (default 30)")
+    parser.add_argument(
+        "--against",
+        metavar="DIR",
+        help="another checkout of the project (git worktree add DIR <commit>): each child "
+        "runs on it and on this one in turn, and the ratios are shown side by side",
+    )
     parser.add_argument(
         "--clock",
         choices=["wall", "cpu"],
@@ -304,29 +335,43 @@ def main() -> None:
     from indexnow_django.testing import LoopbackEngine
     from tests.services import ensure_redis
 
+    codes = {"this": ROOT}
+    if args.against:
+        codes = {"against": Path(args.against).resolve(), "this": ROOT}
     redis_url = ensure_redis()
+    results: dict[str, dict[str, Any]] = {name: {} for name in codes}
     with LoopbackEngine() as engine, tempfile.TemporaryDirectory() as tmp:
-        env = {
-            **os.environ,
-            "BENCH_REDIS_URL": redis_url,
-            "BENCH_ENGINE_URL": engine.url,
-            "PYTHONPATH": str(ROOT),
-        }
-        results: dict[str, Any] = {}
-        # The request children run in turns, three times each: the best run counts.
+        env = {**os.environ, "BENCH_REDIS_URL": redis_url, "BENCH_ENGINE_URL": engine.url}
+        # The request children run in turns, three times each: the best run counts. With
+        # --against, each child runs on both checkouts in turn.
         roles = ["model"] + ["request-without", "request-collect-only", "request-with"] * 3
         for n, role in enumerate(roles):
-            env["BENCH_DB_FILE"] = str(Path(tmp) / f"{role}-{n}.sqlite3")
-            result = run_child(args, role, env)
-            if role in results and role != "model":  # the best of each figure counts
-                result = {key: min(value, results[role][key]) for key, value in result.items()}
-            results[role] = result
+            for name, code in codes.items():
+                env["BENCH_DB_FILE"] = str(Path(tmp) / f"{name}-{role}-{n}.sqlite3")
+                result = run_child(args, role, env, code)
+                done = results[name]
+                if role in done and role != "model":  # the best of each figure counts
+                    result = {
+                        key: min(value, done[role][key]) if key != "code" else value
+                        for key, value in result.items()
+                    }
+                done[role] = result
 
+    print(f"database: SQLite {args.db}; dispatch: {args.dispatch}; clock: {args.clock}")
+    ratios = {name: report(name, results[name], args) for name in codes}
+    if args.against:
+        print("side by side (app installed / app left out), against -> this:")
+        for figure, against in ratios["against"].items():
+            print(f"  {figure}: {against:.2f} -> {ratios['this'][figure]:.2f}")
+
+
+def report(name: str, results: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
+    """Print one checkout's figures; return its ratios by figure."""
     model = results["model"]
     without, with_app = results["request-without"], results["request-with"]
     collect_only = results["request-collect-only"]
     save, load = model["save_us"], model["load_ms"]
-    print(f"database: SQLite {args.db}; dispatch: {args.dispatch}; clock: {args.clock}")
+    print(f"[{name}] code: {model['code']}")
     print(
         f"save of a loaded object (best run of 50 saves, {args.rounds} rounds of {args.saves}): "
         f"untracked {save['untracked']:.1f} us, tracked {save['tracked']:.1f} us, "
@@ -357,6 +402,12 @@ def main() -> None:
         f"  of which tracking and collecting (dispatch replaced by a no-op): "
         f"{collect_ms:.2f} ms, ratio {collect_ms / without['total_ms']:.2f}"
     )
+    return {
+        "load": load["tracked"] / load["untracked"],
+        "save": save["tracked"] / save["untracked"],
+        "request": with_app["ms"] / without["ms"],
+        "request with its flush": with_app["total_ms"] / without["total_ms"],
+    }
 
 
 if __name__ == "__main__":

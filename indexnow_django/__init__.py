@@ -12,6 +12,7 @@ __all__ = [
     "ModelIndexNow",
     "__version__",
     "batch",
+    "count_raw_saves",
     "register",
     "submit",
     "submit_objects",
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .collector import batch, submit
     from .queryset import IndexNowQuerySet, IndexNowQuerySetMixin, submit_objects
     from .registry import ModelIndexNow, register
+    from .tracking.raw import count_raw_saves
     from .tracking.watch import watch
 
 # The public names are imported lazily so that ``import indexnow_django`` (for
@@ -35,6 +37,7 @@ _LAZY = {
     "IndexNowQuerySetMixin": "queryset",
     "submit_objects": "queryset",
     "watch": "tracking.watch",
+    "count_raw_saves": "tracking.raw",
 }
 
 

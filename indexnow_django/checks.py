@@ -260,7 +260,7 @@ def check_key_file_url(
 def register_checks() -> None:
     from .registry import (
         check_languages,  # indexnow.E030
-        check_registrations,  # indexnow.E031
+        check_registrations,  # indexnow.E031, indexnow.W031
     )
     from .scheduling import check_scheduling  # indexnow.W003
 

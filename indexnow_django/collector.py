@@ -122,6 +122,9 @@ class Collector:
         #: raises. Change tracking appends here for a unit that does not hold URLs
         #: on a timer, and calls :meth:`settle` once :data:`LATER_LIMIT` wait.
         self.waiting: list[tuple[Callable[..., Iterable[str]], tuple[Any, ...]]] = []
+        #: Change tracking's entries of :attr:`waiting`, by object (several saves of one
+        #: object in the unit are one change).
+        self.by_object: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"<Collector {self.id} urls={len(self.urls)} open={self.open}>"

@@ -13,11 +13,13 @@ registered, or with ``ENABLED`` false, the operations are Django's own.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import connections, models, transaction
+from django.db.models import Q
 
 from .collector import batch, collect, current, hand_over
 from .conf import is_enabled
@@ -34,6 +36,9 @@ __all__ = ["IndexNowQuerySet", "IndexNowQuerySetMixin", "submit_objects"]
 
 #: Rows read per query (well under SQLite's limit of parameters per query).
 CHUNK = 500
+
+#: ``QuerySet.bulk_create``'s arguments, to read its options however they are passed.
+_BULK_CREATE = inspect.signature(models.QuerySet.bulk_create)
 
 _M = TypeVar("_M", bound=models.Model)
 
@@ -85,19 +90,106 @@ class IndexNowQuerySetMixin(_Base):
         return updated
 
     def bulk_create(self, objs: Iterable[_M], *args: Any, **kwargs: Any) -> list[_M]:
-        """``QuerySet.bulk_create()``, submitting the URLs of the public objects it creates."""
+        """``QuerySet.bulk_create()``, submitting the URLs of the public objects it creates.
+
+        With ``update_conflicts=True`` (an upsert) the rows it updates follow the change
+        table (old and new URLs when they changed); with ``ignore_conflicts=True`` the
+        rows that were there already submit nothing. Rows are matched by
+        ``unique_fields`` (else by the primary key or the first unique key that every
+        object gives), read before and after in chunks.
+        """
         plan = self._indexnow_plan()
         if plan is None:
             return super().bulk_create(objs, *args, **kwargs)
         db = self.db
+        options = _BULK_CREATE.bind(self, objs, *args, **kwargs).arguments
+        conflicts = options.get("update_conflicts") or options.get("ignore_conflicts")
+        objs = list(objs)
+        key = self._indexnow_key(objs, options.get("unique_fields")) if conflicts else None
         with transaction.atomic(using=db, savepoint=False):
+            stored = self._indexnow_by_key(key, objs) if key else {}
             created = super().bulk_create(objs, *args, **kwargs)
             urls: list[str] = []
-            for obj in created:
-                urls.extend(urls_of_change(plan, DRAFT, obj, True, db))
+            if key:
+                urls = self._indexnow_upserted(plan, key, objs, stored, options)
+            else:
+                for obj in created:
+                    urls.extend(urls_of_change(plan, DRAFT, obj, True, db))
             if urls:
                 hand_over(urls, connections[db])
         return created
+
+    def _indexnow_key(self, objs: list[Any], unique_fields: Any) -> tuple[str, ...] | None:
+        """The attnames by which an upsert matches rows (``None``: none it can tell)."""
+        meta = self.model._meta
+        if unique_fields:
+            return tuple(
+                meta.pk.attname if name == "pk" else meta.get_field(name).attname
+                for name in unique_fields
+            )
+        # ignore_conflicts (or MySQL's upsert): any unique key may conflict; the objects
+        # are matched by the first that all of them give.
+        candidates = [
+            (meta.pk.attname,),
+            *((f.attname,) for f in meta.concrete_fields if f.unique and not f.primary_key),
+            *(
+                tuple(meta.get_field(name).attname for name in constraint.fields)
+                for constraint in meta.total_unique_constraints
+            ),
+        ]
+        for attnames in candidates:
+            if objs and all(getattr(o, a) is not None for o in objs for a in attnames):
+                return attnames
+        return None  # nothing to match them by: new rows as far as can be told
+
+    def _indexnow_by_key(
+        self, key: tuple[str, ...], objs: Iterable[Any]
+    ) -> dict[tuple[Any, ...], models.Model]:
+        """The stored rows whose ``key`` values are those of ``objs``, by those values."""
+        manager = self.model._base_manager.db_manager(self.db)
+        found: dict[tuple[Any, ...], models.Model] = {}
+        values = list(dict.fromkeys(tuple(getattr(o, a) for a in key) for o in objs))
+        for chunk in _chunks(values, CHUNK // len(key)):
+            if len(key) == 1:
+                rows = manager.filter(**{f"{key[0]}__in": [v[0] for v in chunk]})
+            else:
+                match = Q()
+                for value in chunk:
+                    match |= Q(**dict(zip(key, value, strict=True)))
+                rows = manager.filter(match)
+            for row in rows:
+                found[tuple(getattr(row, a) for a in key)] = row
+        return found
+
+    def _indexnow_upserted(
+        self,
+        plan: Plan,
+        key: tuple[str, ...],
+        objs: list[Any],
+        stored: dict[tuple[Any, ...], models.Model],
+        options: dict[str, Any],
+    ) -> list[str]:
+        """The URLs of an upsert: rows created, and rows updated from how they were stored."""
+        db = self.db
+        now = self._indexnow_by_key(key, objs)
+        written = (
+            _attnames(self.model, options.get("update_fields") or ())
+            if options.get("update_conflicts")
+            else set()
+        )
+        urls: list[str] = []
+        for value, row in now.items():
+            old = stored.get(value)
+            if old is None:
+                urls.extend(urls_of_change(plan, DRAFT, row, True, db))
+                continue
+            changed = {a for a in written if getattr(old, a) != getattr(row, a)}
+            if not changed:
+                continue  # left as it was (ignore_conflicts, or the same values)
+            seen = state_of(plan, old)
+            if seen is not None:
+                urls.extend(urls_of_change(plan, seen, row, fields_changed(plan, changed), db))
+        return urls
 
     def bulk_update(
         self, objs: Iterable[Any], fields: Iterable[str], batch_size: int | None = None

@@ -185,7 +185,7 @@ class Plan:
     #: The relations whose rows are part of the object (``related``, and parler's
     #: translations), with the attnames of their fields that ``fields`` lists.
     related: tuple[Related, ...] = ()
-    #: Names in ``related`` that are no reverse relation of the model (a system check error).
+    #: Names in ``related`` that tracking cannot follow (a system check warning).
     unknown_related: tuple[str, ...] = ()
     #: The registration says which objects' URLs follow from an object's (``dependents``).
     has_dependents: bool = False
@@ -202,6 +202,32 @@ class Related:
     owner_attname: str
     #: attnames of the rows' fields that ``fields`` lists (``None``: ``fields`` is ``None``).
     attnames: frozenset[str] | None
+    #: A generic relation: the rows whose content type names the registered model.
+    content_type: ContentTypeOf | None = None
+
+    def belongs(self, row: models.Model) -> bool:
+        """Whether ``row`` (of :attr:`model`) is one of the registered model's rows."""
+        content_type = self.content_type
+        if content_type is None:
+            return True
+        return bool(row.__dict__.get(content_type.attname) == content_type.id())
+
+
+@dataclass(frozen=True)
+class ContentTypeOf:
+    """The content type column of a generic relation's rows, and the model it names."""
+
+    attname: str
+    model: type[models.Model]
+    for_concrete_model: bool
+
+    def id(self) -> Any:
+        """The id of the owner model's content type (cached by ``ContentType``'s manager)."""
+        from django.contrib.contenttypes.models import ContentType
+
+        return ContentType.objects.get_for_model(
+            self.model, for_concrete_model=self.for_concrete_model
+        ).pk
 
 
 #: The registered models and their options (exact registrations, no subclasses).
@@ -359,19 +385,55 @@ def _related(
             relation = model._meta.get_field(name)
         except FieldDoesNotExist:
             relation = None
+        attnames = None if every_field else frozenset(listed.get(name, ()))
+        generic = _generic_relation(relation)
+        if generic is not None:
+            rows, object_id, content_type = generic
+            found.append(Related(name, rows, object_id, attnames, content_type))
+            continue
         remote = getattr(relation, "field", None)
-        if relation is None or not relation.auto_created or not relation.one_to_many:
-            unknown.append(name)  # a system check error
+        if (
+            relation is None
+            or not relation.auto_created
+            or not (relation.one_to_many or relation.one_to_one)
+            or remote is None
+        ):
+            unknown.append(name)  # a system check warning
             continue
         found.append(
             Related(
                 name,
                 relation.related_model,  # type: ignore[arg-type]
-                remote.attname,  # type: ignore[union-attr]
-                None if every_field else frozenset(listed.get(name, ())),
+                remote.attname,
+                attnames,
             )
         )
     return tuple(found)
+
+
+def _generic_relation(relation: Any) -> tuple[type[models.Model], str, ContentTypeOf] | None:
+    """The rows' model, their object id's attname and the content type they name, when
+    ``relation`` is a ``GenericRelation`` (django.contrib.contenttypes)."""
+    from django.apps import apps
+
+    if relation is None or not apps.is_installed("django.contrib.contenttypes"):
+        return None
+    from django.contrib.contenttypes.fields import GenericRelation
+
+    if not isinstance(relation, GenericRelation):
+        return None
+    rows = relation.related_model
+    object_id = rows._meta.get_field(relation.object_id_field_name)
+    content_type = rows._meta.get_field(relation.content_type_field_name)
+    return (
+        rows,
+        object_id.attname,  # type: ignore[union-attr]
+        ContentTypeOf(
+            content_type.attname,  # type: ignore[union-attr]
+            relation.model,
+            relation.for_concrete_model,
+        ),
+    )
 
 
 def is_many_to_many(model: type[models.Model], field: Any) -> bool:
@@ -389,8 +451,9 @@ def is_many_to_many(model: type[models.Model], field: Any) -> bool:
 
 def check_registrations(**kwargs: Any) -> list[Any]:
     """``indexnow.E031``: a name in a registration's ``fields`` is no field of its model
-    that tracking follows (misspelt, or a reverse or generic relation), or a name in
-    its ``related`` is no reverse relation of it."""
+    that tracking follows (misspelt, or a reverse or generic relation); ``indexnow.W031``:
+    a name in its ``related`` is no relation that tracking can follow (a warning: the
+    site runs, and those rows' changes submit nothing)."""
     from django.core import checks
 
     errors: list[Any] = []
@@ -413,15 +476,19 @@ def check_registrations(**kwargs: Any) -> list[Any]:
             )
         for name in plan.unknown_related:
             errors.append(
-                checks.Error(
+                checks.Warning(
                     f"{type(plan.options).__name__} for {model._meta.label}: related names "
-                    f"{name!r}, which is not a reverse relation of {model._meta.label}.",
+                    f"{name!r}, which IndexNow cannot follow: it is not a reverse relation "
+                    f"or a generic relation of {model._meta.label}. Saving or deleting its "
+                    "rows submits nothing.",
                     hint=(
                         "related lists the names by which the model reaches the rows of "
-                        "another model whose foreign key points to it (related_name)."
+                        "another model that point to it: a foreign key's related_name, or a "
+                        "GenericRelation. For rows reached in another way, submit the "
+                        "object from your own code (indexnow_django.submit_objects)."
                     ),
                     obj=type(plan.options),
-                    id="indexnow.E031",
+                    id="indexnow.W031",
                 )
             )
     return errors

@@ -53,6 +53,8 @@ INSTALLED_APPS = [
     "parler",
     "treebeard",
     "mptt",
+    "reversion",
+    "polymorphic",
     "tests.thirdparty",
 ]
 

@@ -142,3 +142,47 @@ def test_disabled_bulk_operations_are_djangos_own(engine: Any, indexnow_settings
     assert Item.objects.update(status="draft") == 2
     assert submit_objects(Item.objects.all()) == 0
     assert engine.posts == []
+
+
+# Upserts: bulk_create(update_conflicts=True) --------------------------------------------
+
+
+def entries(*pairs: tuple[str, str]) -> list[Any]:
+    from tests.thirdparty.models import Entry
+
+    return [Entry(code=code, slug=slug) for code, slug in pairs]
+
+
+def test_an_upsert_submits_old_and_new_urls_of_the_rows_it_changed(engine: Any) -> None:
+    from tests.thirdparty.models import Entry
+
+    Entry.objects.bulk_create(entries(("u1", "u1-same"), ("u2", "u2-same"), ("u3", "u3-old")))
+    engine.reset()
+    Entry.objects.bulk_create(
+        entries(("u1", "u1-same"), ("u3", "u3-new"), ("u4", "u4-created")),
+        update_conflicts=True,
+        unique_fields=["code"],
+        update_fields=["slug"],
+    )
+    assert dict(Entry.objects.values_list("code", "slug")) == {
+        "u1": "u1-same",
+        "u2": "u2-same",
+        "u3": "u3-new",
+        "u4": "u4-created",
+    }
+    [post] = engine.posts
+    assert sorted(post.urls) == sorted(
+        [f"{BASE}/entries/u3-new/", f"{BASE}/entries/u3-old/", f"{BASE}/entries/u4-created/"]
+    )
+
+
+def test_an_ignored_conflict_submits_nothing_for_the_row_that_was_there(engine: Any) -> None:
+    from tests.thirdparty.models import Entry
+
+    Entry.objects.bulk_create(entries(("u1", "u1-old")))
+    engine.reset()
+    Entry.objects.bulk_create(
+        entries(("u1", "u1-ignored"), ("u2", "u2-new")), ignore_conflicts=True
+    )
+    assert dict(Entry.objects.values_list("code", "slug")) == {"u1": "u1-old", "u2": "u2-new"}
+    assert [post.urls for post in engine.posts] == [[f"{BASE}/entries/u2-new/"]]

@@ -10,6 +10,7 @@ is off, so that a URL sent twice shows twice.
 from __future__ import annotations
 
 import contextlib
+import io
 from typing import Any
 
 import pytest
@@ -244,7 +245,9 @@ def test_a_row_that_belongs_to_an_object_submits_it(engine: Any, admin_client: A
     assert sent(engine) == [[f"{BASE}/lessons/steps/"]]
 
 
-def test_a_name_in_related_that_is_no_reverse_relation_is_a_system_check_error() -> None:
+def test_a_name_in_related_that_tracking_cannot_follow_is_a_system_check_warning() -> None:
+    from django.core import checks
+
     from indexnow_django import ModelIndexNow, register
     from indexnow_django.registry import check_registrations, unregister
     from tests.testapp.models import Untracked
@@ -254,16 +257,60 @@ def test_a_name_in_related_that_is_no_reverse_relation_is_a_system_check_error()
 
     register(Untracked, UntrackedIndexNow)
     try:
-        assert [(e.id, e.msg) for e in check_registrations()] == [
+        found = check_registrations()
+        assert [(type(e), e.id, e.msg) for e in found] == [
             (
-                "indexnow.E031",
-                f"UntrackedIndexNow for testapp.Untracked: related names {name!r}, which is "
-                "not a reverse relation of testapp.Untracked.",
+                checks.Warning,
+                "indexnow.W031",
+                f"UntrackedIndexNow for testapp.Untracked: related names {name!r}, which "
+                "IndexNow cannot follow: it is not a reverse relation or a generic relation "
+                "of testapp.Untracked. Saving or deleting its rows submits nothing.",
             )
             for name in ("title", "comments")
         ]
+        # A warning: commands (migrate, rqworker...) still run.
+        assert not [e for e in found if e.is_serious()]
     finally:
         unregister(Untracked)
+
+
+# Generic relations ---------------------------------------------------------------------------
+
+
+def test_a_generic_relation_in_related_passes_the_check() -> None:
+    from django.core import checks
+
+    messages = [
+        e for e in checks.run_checks(tags=[checks.Tags.models]) if e.id.startswith("indexnow.")
+    ]
+    assert messages == []
+
+
+def test_a_comment_added_edited_and_deleted_submits_its_article(engine: Any) -> None:
+    from tests.thirdparty.models import Article, Comment
+
+    article = Article.objects.create(slug="commented")
+    other = Article.objects.create(slug="other")
+    engine.reset()
+    comment = article.comments.create(text="First!")
+    assert sent(engine) == [[f"{BASE}/articles/commented/"]]
+    engine.reset()
+    comment.text = "First, edited"
+    comment.save()
+    assert sent(engine) == [[f"{BASE}/articles/commented/"]]
+    engine.reset()
+    comment.delete()
+    assert sent(engine) == [[f"{BASE}/articles/commented/"]]
+    engine.reset()
+    # A comment on an object of another model with the same primary key is not the article's.
+    from tests.thirdparty.models import Story
+
+    story = Story.objects.create(title="Story", slug="story")
+    story.pk = other.pk
+    story.save()
+    engine.reset()
+    Comment.objects.create(target=story, text="On the story")
+    assert sent(engine) == []
 
 
 # Trees: dependents() and watch() ---------------------------------------------------------
@@ -449,3 +496,303 @@ def test_treebeard_admin_a_rename_and_a_move(engine: Any, admin_client: Any) -> 
             "howtos/python/django/",
         )
     )
+
+
+# django-reversion ------------------------------------------------------------------------
+
+STORY = f"{BASE}/stories"
+
+
+def story_with_two_revisions() -> Any:
+    """A story saved as "first", then renamed "second", each in a revision of its own."""
+    import reversion
+
+    from tests.thirdparty.models import Story
+
+    with reversion.create_revision():
+        story = Story.objects.create(title="Story", slug="first")
+    with reversion.create_revision():
+        story.slug = "second"
+        story.save()
+    return story
+
+
+def test_reversion_admin_revert_submits_the_old_and_the_new_url(
+    engine: Any, admin_client: Any
+) -> None:
+    from reversion.models import Version
+
+    from tests.thirdparty.models import Story
+
+    story = story_with_two_revisions()
+    engine.reset()
+    first = Version.objects.get_for_object(story)[1]
+    # The revision's form, as the admin shows it, then saved.
+    page = admin_client.get(f"/admin/thirdparty/story/{story.pk}/history/{first.pk}/")
+    assert page.status_code == 200
+    assert Story.objects.get().slug == "second"  # showing the form reverts nothing
+    assert sent(engine) == []
+    response = admin_client.post(
+        f"/admin/thirdparty/story/{story.pk}/history/{first.pk}/",
+        {"title": "Story", "slug": "first", "_save": "Save"},
+    )
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Story.objects.get().slug == "first"
+    assert sent(engine) == [[f"{STORY}/first/", f"{STORY}/second/"]]
+
+
+def test_reversion_version_revert_in_a_command(engine: Any) -> None:
+    from django.core.management import call_command
+
+    story = story_with_two_revisions()
+    engine.reset()
+    out = io.StringIO()
+    call_command("revert_story", story.pk, stdout=out)
+    assert out.getvalue() == "reverted first\n"
+    assert sent(engine) == [[f"{STORY}/first/", f"{STORY}/second/"]]
+
+
+def test_reversion_admin_recover_submits_the_url_of_the_deleted_object(
+    engine: Any, admin_client: Any
+) -> None:
+    from reversion.models import Version
+
+    from tests.thirdparty.models import Story
+
+    story = story_with_two_revisions()
+    story.delete()
+    engine.reset()
+    [deleted] = Version.objects.get_deleted(Story)
+    response = admin_client.post(
+        f"/admin/thirdparty/story/recover/{deleted.pk}/",
+        {"title": "Story", "slug": "second", "_save": "Save"},
+    )
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Story.objects.get().slug == "second"
+    assert sent(engine) == [[f"{STORY}/second/"]]
+
+
+def test_loaddata_of_the_same_object_submits_nothing(engine: Any, tmp_path: Any) -> None:
+    from django.core.management import call_command
+
+    from tests.thirdparty.models import Story
+
+    story = story_with_two_revisions()
+    fixture = tmp_path / "stories.json"
+    call_command("dumpdata", "thirdparty.story", output=str(fixture))
+    story.slug = "third"
+    story.save()
+    engine.reset()
+    call_command("loaddata", str(fixture), verbosity=0)
+    assert Story.objects.get().slug == "second"
+    assert sent(engine) == []
+
+
+def test_count_raw_saves_tracks_another_deserializer(engine: Any) -> None:
+    from django.core import serializers
+
+    import indexnow_django
+    from tests.thirdparty.models import Story
+
+    story = Story.objects.create(title="Story", slug="kept")
+    data = serializers.serialize("json", [story])
+    story.slug = "edited"
+    story.save()
+    engine.reset()
+    with indexnow_django.count_raw_saves():
+        for restored in serializers.deserialize("json", data):
+            restored.save()
+    assert sent(engine) == [[f"{STORY}/kept/", f"{STORY}/edited/"]]
+    engine.reset()
+    for restored in serializers.deserialize("json", data):
+        restored.save()  # outside the block, a raw save as loaddata makes: nothing
+    assert sent(engine) == []
+
+
+# django-polymorphic and multi-table inheritance ------------------------------------------
+
+BOOK = f"{BASE}/books/p1-dune-novel/"
+
+
+def test_polymorphic_create_edit_delete_through_the_base_queryset(engine: Any) -> None:
+    from tests.thirdparty.models import Book, Product
+
+    book = Book.objects.create(slug="p1-dune", author="Herbert")
+    assert sent(engine) == [[f"{BASE}/books/p1-dune/"]]
+    engine.reset()
+    loaded = Product.objects.get(pk=book.pk)
+    assert type(loaded) is Book
+    loaded.slug = "p1-dune-novel"
+    loaded.save()
+    assert sent(engine) == [[BOOK, f"{BASE}/books/p1-dune/"]]
+    engine.reset()
+    Product.objects.filter(pk=book.pk).delete()
+    assert sent(engine) == [[BOOK]]
+
+
+def test_polymorphic_admin_delete_submits_only_the_childs_url(
+    engine: Any, admin_client: Any
+) -> None:
+    from tests.thirdparty.models import Book, Product
+
+    book = Book.objects.create(slug="p1-dune-novel")
+    engine.reset()
+    response = admin_client.post(f"/admin/thirdparty/product/{book.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert not Product.objects.exists()
+    assert sent(engine) == [[BOOK]]
+
+
+def test_multi_table_child_saved_and_deleted_as_its_base_class(engine: Any) -> None:
+    from tests.thirdparty.models import Book, Product
+
+    book = Book.objects.create(slug="p1-dune")
+    engine.reset()
+    # Loaded as a plain Product (no polymorphic downcast): still the book's pages.
+    base = Product.objects.non_polymorphic().get(pk=book.pk)
+    assert type(base) is Product
+    base.slug = "p1-dune-novel"
+    base.save()
+    assert sent(engine) == [[BOOK, f"{BASE}/books/p1-dune/"]]
+    engine.reset()
+    Product.objects.non_polymorphic().filter(pk=book.pk).delete()
+    assert not Book.objects.exists()
+    assert sent(engine) == [[BOOK]]
+    engine.reset()
+    Book.objects.create(slug="p2-emma").delete()
+    assert sent(engine) == [[f"{BASE}/books/p2-emma/"], [f"{BASE}/books/p2-emma/"]]
+    engine.reset()
+    # A product that is no book is a product.
+    product = Product.objects.create(slug="p3-lamp")
+    product.delete()
+    assert sent(engine) == [[f"{BASE}/products/p3-lamp/"], [f"{BASE}/products/p3-lamp/"]]
+
+
+# A save that saves twice: the net change of the unit of work ------------------------------
+
+
+@pytest.mark.parametrize("atomic_requests", [False, True], ids=["autocommit", "atomic"])
+def test_an_object_saved_twice_in_a_request_submits_only_where_it_ended(
+    engine: Any, client: Any, monkeypatch: pytest.MonkeyPatch, atomic_requests: bool
+) -> None:
+    from django.db import connection
+
+    monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", atomic_requests)
+    response = client.post("/events/new/", {"title": "Spring fair"})
+    assert response.status_code == 200
+    slug = response.content.decode()
+    assert slug.startswith("spring-fair-")
+    # Not the first save's /events// (normalised /events/), which existed for a moment.
+    assert sent(engine) == [[f"{BASE}/events/{slug}/"]]
+
+
+def test_a_rename_and_back_in_one_batch_never_submits_the_passing_slug(engine: Any) -> None:
+    import indexnow_django
+    from tests.thirdparty.models import Event
+
+    event = Event.objects.create(title="Fair", slug="fair")
+    engine.reset()
+    with indexnow_django.batch():
+        event.slug = "fair-renamed"
+        event.save()
+        event.slug = "fair"
+        event.save()
+    # Saved (fields = None: every save counts), where it began: /events/fair-renamed/
+    # never existed for the engines.
+    assert sent(engine) == [[f"{BASE}/events/fair/"]]
+    engine.reset()
+    with indexnow_django.batch():
+        event.slug = "fair-2"
+        event.save()
+        event.slug = "fair-3"
+        event.save()
+    assert sent(engine) == [[f"{BASE}/events/fair-3/", f"{BASE}/events/fair/"]]
+
+
+# The recipes of docs/third-party.md, as written there ---------------------------------------
+
+
+def recipe(heading: str) -> str:
+    """The first Python block of the docs/third-party.md section under ``## heading``."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "third-party.md").read_text()
+    section = page.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, flags=re.M | re.S)
+    assert blocks, f"no Python block under {heading!r}"
+    return str(blocks[0])
+
+
+def registrations_of(heading: str, **models: Any) -> list[tuple[Any, Any]]:
+    """What a registration recipe registers: ``(model, options)`` for each call."""
+    from indexnow_django import ModelIndexNow
+
+    calls: list[tuple[Any, Any]] = []
+
+    def register(model: Any, options: Any = None) -> Any:
+        if options is not None:
+            calls.append((model, options))
+            return options
+
+        def decorator(cls: Any) -> Any:
+            calls[-1] = (model, cls)
+            return cls
+
+        calls.append((model, ModelIndexNow))
+        return decorator
+
+    exec(recipe(heading), {"register": register, "ModelIndexNow": ModelIndexNow, **models})
+    return calls
+
+
+def test_the_generic_relations_recipe_is_the_tested_registration() -> None:
+    from indexnow_django.registry import get_registration
+    from tests.thirdparty.models import Article
+
+    [(model, options)] = registrations_of("Generic relations", Article=Article)
+    assert model is Article
+    assert list(options.related) == ["comments"] == list(get_registration(Article).related)
+
+
+def test_the_polymorphic_recipe_is_the_tested_registration() -> None:
+    from indexnow_django import ModelIndexNow
+    from indexnow_django.registry import registry
+    from tests.thirdparty.models import Book, Product
+
+    calls = registrations_of(
+        "django-polymorphic and multi-table inheritance", Product=Product, Book=Book
+    )
+    assert calls == [(Product, ModelIndexNow), (Book, ModelIndexNow)]
+    assert type(registry[Product]) is ModelIndexNow and type(registry[Book]) is ModelIndexNow
+
+
+def test_the_restore_recipe_submits_what_it_restores(engine: Any) -> None:
+    from django.core import serializers
+
+    from tests.thirdparty.models import Story
+
+    story = Story.objects.create(title="Story", slug="kept")
+    data = serializers.serialize("json", [story])
+    story.slug = "edited"
+    story.save()
+    engine.reset()
+    namespace: dict[str, Any] = {}
+    exec(recipe("django-reversion"), namespace)
+    namespace["restore"](data)
+    assert Story.objects.get().slug == "kept"
+    assert sent(engine) == [[f"{STORY}/kept/", f"{STORY}/edited/"]]
+
+
+def test_the_upsert_recipe_submits_old_and_new_urls(engine: Any) -> None:
+    from tests.thirdparty.models import Entry
+
+    Entry.objects.create(code="u3", slug="u3-old")
+    engine.reset()
+    exec(recipe("Upserts: `bulk_create(update_conflicts=True)`"), {"Entry": Entry})
+    [urls] = sent(engine)
+    assert sorted(urls) == [
+        f"{BASE}/entries/u3-new/",
+        f"{BASE}/entries/u3-old/",
+        f"{BASE}/entries/u4-created/",
+    ]

@@ -23,10 +23,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import indexnow_django
-from indexnow_django import ModelIndexNow, batch, compat, register, tracking
+from indexnow_django import ModelIndexNow, batch, register, tracking
 from indexnow_django import registry as registry_module
 from indexnow_django.exceptions import RegistrationError
 from indexnow_django.registry import get_registration, registry, unregister
+from indexnow_django.tracking.state import LOADED
 from tests.testapp.indexnow import PostIndexNow, RestaurantIndexNow
 from tests.testapp.models import (
     Article,
@@ -351,13 +352,17 @@ def test_loaddata_sends_nothing(engine: Any, tmp_path: Path) -> None:
 def test_raising_urls_never_breaks_the_save(
     engine: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken_urls(obj: Any) -> list[str]:
-        raise ValueError("no URL for this one")
+    options = registry[Page]
+    working_urls = options.urls
 
+    def broken_urls(obj: Any) -> list[str]:
+        if obj.path == "/broken/":
+            raise ValueError("no URL for this one")
+        return list(working_urls(obj))
+
+    monkeypatch.setattr(options, "urls", broken_urls)
     with caplog.at_level(logging.ERROR, logger="indexnow_django"), batch():
-        monkeypatch.setattr(registry[Page], "urls", broken_urls)
         page = Page.objects.create(path="/broken/")
-        monkeypatch.undo()
         Page.objects.create(path="/fine/")
     assert Page.objects.filter(pk=page.pk).exists()
     assert sent(engine) == [[f"{BASE}/fine/"]]
@@ -486,7 +491,8 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
     django_from_db = Model.from_db.__func__  # type: ignore[attr-defined]
     for queryset in (Post.objects.all(), Post.objects.defer("body"), Post.objects.only("slug")):
         (loaded,) = queryset.filter(pk=post.pk)
-        row = compat.kept_state(loaded).row  # the row in field order, or by attname if deferred
+        # The row in field order, or by attname if deferred, kept by reference.
+        row = loaded.__dict__[LOADED]
         if isinstance(row, dict):
             names, values = list(row), list(row.values())
         else:
@@ -494,11 +500,11 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
         # Django 6.1 also passes the queryset's fetch mode.
         options = {k: v for k, v in vars(loaded._state).items() if k == "fetch_mode"}
         built = django_from_db(Post, "default", names, values, **options)
-        assert {k: v for k, v in vars(loaded).items() if k != "_state"} == {
+        assert {k: v for k, v in vars(loaded).items() if k not in ("_state", LOADED)} == {
             k: v for k, v in vars(built).items() if k != "_state"
         }
         assert loaded.get_deferred_fields() == built.get_deferred_fields()
-        state = {k: v for k, v in vars(loaded._state).items() if k != "indexnow"}
+        state = vars(loaded._state)  # nothing of tracking's until a save
         assert state == vars(built._state)
         assert state["adding"] is False and state["db"] == "default"
 

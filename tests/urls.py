@@ -9,4 +9,5 @@ urlpatterns = [
     path("", include("indexnow_django.urls")),
     path("posts/<int:pk>/save/", views.save_post, name="save-post"),
     path("posts/<int:pk>/rename-twice/", thirdparty_views.rename_twice),
+    path("events/new/", thirdparty_views.create_event),
 ]

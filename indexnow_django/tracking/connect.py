@@ -2,7 +2,8 @@
 
 Handlers are connected per sender: every tracked model (registered, or a
 subclass of a registered one), the parents of tracked multi-table models (a
-save through the base class is worked out for the child row it belongs to),
+save or delete through the base class is worked out for the most specific
+tracked class whose row it belongs to, see :data:`~.state.children`),
 and the ``through`` models of their m2m fields. Late registrations and models
 created later are connected when they appear.
 """
@@ -27,6 +28,7 @@ from ..registry import Related, plan_for, registration_changed
 from .delete import after_delete, before_delete
 from .loading import patch_tracked_classes
 from .m2m import m2m_fields, on_m2m_changed, through_of
+from .raw import follow_reversion
 from .related import after_row_change, before_row_change, owners
 from .save import after_save, before_save
 from .state import ModelInfo, children, model_info, tracked
@@ -62,6 +64,7 @@ def connect() -> None:
     """Start tracking (the app's ``ready()`` calls this); later changes are followed."""
     registration_changed.connect(_sync, dispatch_uid="indexnow_django.tracking.sync")
     class_prepared.connect(_prepared, dispatch_uid="indexnow_django.tracking.class_prepared")
+    follow_reversion()
     _sync()
 
 
@@ -69,6 +72,19 @@ def _prepared(sender: type[models.Model], **kwargs: Any) -> None:
     """``class_prepared``: a model created after start-up (a subclass of a tracked one)."""
     if sender._meta.apps is apps and plan_for(sender) is not None:
         _sync(extra=sender)
+
+
+def _judged_apart(child: type[models.Model], parent: type[models.Model]) -> bool:
+    """Whether an object of ``parent`` whose row is a ``child``'s must be judged as a
+    ``child``: the parent is untracked, or the child has a registration of its own or
+    URLs of its own (its own ``get_absolute_url``). Otherwise both give the same URLs,
+    and a save or delete through the parent asks the database nothing more."""
+    parent_plan = plan_for(parent)
+    return (
+        parent_plan is None
+        or plan_for(child) is not parent_plan
+        or getattr(child, "get_absolute_url", None) is not getattr(parent, "get_absolute_url", None)
+    )
 
 
 def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
@@ -97,12 +113,13 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
             wanted[(through_of(field), "m2m_changed")] = (m2m_changed, on_m2m_changed)
         if not model._meta.proxy:
             for parent in model._meta.get_parent_list():
-                if plan_for(parent) is None:
+                if _judged_apart(model, parent):
                     parents.setdefault(parent, []).append(model)
     for parent, below in parents.items():
         below.sort(key=lambda m: len(m._meta.get_parent_list()), reverse=True)
-        for signal, handler, name in _SAVE:
-            wanted[(parent, name)] = (signal, handler)
+        if plan_for(parent) is None:
+            for signal, handler, name in _SAVE:
+                wanted[(parent, name)] = (signal, handler)
     signals = {name: signal for signal, _handler, name in (*_SAVE, *_DELETE, *_ROWS)}
     signals["m2m_changed"] = m2m_changed
     for sender, name in _connected - set(wanted):

@@ -1,4 +1,9 @@
-"""Deletes: the URLs of a public object, worked out while its row still exists."""
+"""Deletes: the URLs of a public object, worked out while its row still exists.
+
+An object is judged as its most specific tracked class: Django deletes a multi-table
+child's parent rows with it (and the child with its parent), sending a delete for
+each; the parent's is left to the child's.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registry import plan_for
 from .outcome import failed, see
-from .state import info_of, loaded, rebuild, state, stored_values
+from .state import child_row, children, info_of, loaded, rebuild, state, stored_values
 
 __all__ = ["after_delete", "before_delete"]
 
@@ -27,6 +32,14 @@ def before_delete(
     if plan is None or not is_enabled():
         return
     try:
+        if (
+            sender in children
+            and not instance._state.adding
+            and child_row(sender, instance.pk, using) is not None
+        ):
+            # The parent row of a child's (a multi-table or polymorphic child): deleted
+            # with it, and judged as the child by the child's own delete.
+            return
         stored: models.Model = instance
         if not instance._state.adding:
             values = loaded(instance)

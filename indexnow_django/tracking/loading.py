@@ -3,9 +3,12 @@
 Only the tracked classes are changed (as a field tracker patches the class it
 is declared on): their ``from_db``, through which every object loaded by a
 query passes, and their ``refresh_from_db``. Untracked models pay nothing.
-Nothing is copied on load: the object's :class:`~.state.TrackedState` keeps
-a reference to the row's values (the row's own sequence in the order of the
-model's concrete fields, or a dict by attname when fields were deferred).
+Loading pays one call and one attribute: nothing is copied or built on load,
+the object keeps a reference to the row's values in its ``_indexnow_loaded``
+attribute (:data:`~.state.LOADED`: the row's own sequence in the order of the
+model's concrete fields, or a dict by attname when fields were deferred), which
+its :class:`~.state.TrackedState`, made at its first save, delete or m2m
+change, starts from.
 """
 
 from __future__ import annotations
@@ -17,8 +20,7 @@ from typing import Any
 from django.db import models
 from django.utils.inspect import func_accepts_kwargs, func_supports_parameter
 
-from ..compat import keep_state
-from .state import MISSING, ModelInfo, TrackedState, plain_from_db, remember, tracked
+from .state import LOADED, MISSING, ModelInfo, plain_from_db, remember, tracked
 
 __all__ = ["patch_tracked_classes"]
 
@@ -26,6 +28,8 @@ __all__ = ["patch_tracked_classes"]
 _patched: dict[tuple[type[models.Model], str], Any] = {}
 #: The ``from_db`` hooks in place: what each calls, and the mutable fields it copies.
 _loading_hooks: dict[Callable[..., Any], tuple[Callable[..., models.Model], frozenset[str]]] = {}
+#: Whether Django passes the queryset's ``fetch_mode`` to ``from_db`` (6.1+).
+_DJANGO_PASSES_FETCH_MODE = func_supports_parameter(models.Model.from_db, "fetch_mode")
 #: The ``refresh_from_db`` hooks in place.
 _refresh_hooks: set[Callable[..., Any]] = set()
 
@@ -34,8 +38,9 @@ def patch_tracked_classes(classes: Mapping[type[models.Model], ModelInfo]) -> No
     """Hook ``from_db`` and ``refresh_from_db`` of ``classes`` (and only theirs).
 
     Undoes the previous hooks first, so the hooked classes follow the registry.
-    A model's own ``from_db`` (a documented override) is kept and called; a
-    subclass inherits its parent's hooks.
+    A model's own ``from_db`` (a documented override) is kept and called. Each
+    tracked class gets a hook of its own (it knows how many fields a whole row of
+    the class has).
     """
     for (cls, name), own in _patched.items():
         if own is MISSING:
@@ -48,13 +53,12 @@ def patch_tracked_classes(classes: Mapping[type[models.Model], ModelInfo]) -> No
     plain_from_db.clear()
     for cls in sorted(classes, key=lambda c: len(c.__mro__)):
         loader = getattr(cls.from_db, "__func__")  # noqa: B009 (the function of the classmethod)
-        mutable = classes[cls].mutable
         inherited = _loading_hooks.get(loader)
-        plain_from_db[cls] = inherited[0] if inherited is not None else loader
-        if inherited is None:
-            _patch(cls, "from_db", classmethod(_loading_hook(loader, mutable)))
-        elif inherited[1] != mutable:
-            _patch(cls, "from_db", classmethod(_loading_hook(inherited[0], mutable)))
+        if inherited is not None:
+            loader = inherited[0]  # a parent's hook: hook what it calls
+        plain_from_db[cls] = loader
+        hook = _loading_hook(loader, classes[cls].mutable, len(cls._meta.concrete_fields))
+        _patch(cls, "from_db", classmethod(hook))
         refresh = cls.refresh_from_db
         if refresh not in _refresh_hooks:
             _patch(cls, "refresh_from_db", _refresh_hook(refresh))
@@ -66,15 +70,19 @@ def _patch(cls: type[models.Model], name: str, value: Any) -> None:
 
 
 def _loading_hook(
-    loader: Callable[..., models.Model], mutable: frozenset[str]
+    loader: Callable[..., models.Model], mutable: frozenset[str], whole: int
 ) -> Callable[..., models.Model]:
-    """``from_db`` that calls ``loader`` (the class's own, or Django's) and keeps the row."""
+    """``from_db`` that calls ``loader`` (the class's own, or Django's) and keeps the row.
+
+    ``whole``: the number of values of a row with no field deferred (the class's
+    concrete fields). A row with fewer is kept as a dict by attname.
+    """
     # Django 6.1 passes ``fetch_mode=``; a model's own older override may not take
     # it, and then it is not passed on (Django itself does the same).
-    if mutable or not func_supports_parameter(loader, "fetch_mode"):
-        passes_options = func_accepts_kwargs(loader) or func_supports_parameter(
-            loader, "fetch_mode"
-        )
+    django_passes = _DJANGO_PASSES_FETCH_MODE
+    takes_fetch_mode = func_supports_parameter(loader, "fetch_mode") or func_accepts_kwargs(loader)
+    if mutable or (django_passes and not takes_fetch_mode):
+        passes_options = takes_fetch_mode
 
         def hook(
             cls: type[models.Model], db: str | None, field_names: Any, values: Any, **options: Any
@@ -90,15 +98,43 @@ def _loading_hook(
                     copy.deepcopy(v) if n in mutable else v
                     for n, v in zip(field_names, values, strict=False)
                 ]
-            if len(values) != len(cls._meta.concrete_fields):
-                values = dict(zip(field_names, values, strict=True))
-            keep_state(obj, TrackedState(id(obj), values))
+            obj.__dict__[LOADED] = (
+                values if len(values) == whole else dict(zip(field_names, values, strict=True))
+            )
             return obj
 
         _loading_hooks[hook] = (loader, mutable)
         return hook
 
-    # The common case, on every page that lists tracked objects: no options to pack.
+    # On every page that lists tracked objects: one call and one attribute more than
+    # Django's own (nothing copied, nothing built).
+    found = _loading_hook_61(loader, whole) if django_passes else _loading_hook_52(loader, whole)
+    _loading_hooks[found] = (loader, mutable)
+    return found
+
+
+def _loading_hook_52(
+    loader: Callable[..., models.Model], whole: int
+) -> Callable[..., models.Model]:
+    """The hook for Django 5.2 and 6.0's ``from_db``."""
+
+    def from_db(
+        cls: type[models.Model], db: str | None, field_names: Any, values: Any
+    ) -> models.Model:
+        obj = loader(cls, db, field_names, values)
+        obj._indexnow_loaded = (  # type: ignore[attr-defined]
+            values if len(values) == whole else dict(zip(field_names, values, strict=True))
+        )
+        return obj
+
+    return from_db
+
+
+def _loading_hook_61(
+    loader: Callable[..., models.Model], whole: int
+) -> Callable[..., models.Model]:
+    """The hook for Django 6.1's ``from_db``, which takes the queryset's ``fetch_mode``."""
+
     def from_db(
         cls: type[models.Model],
         db: str | None,
@@ -108,12 +144,11 @@ def _loading_hook(
         fetch_mode: Any = None,
     ) -> models.Model:
         obj = loader(cls, db, field_names, values, fetch_mode=fetch_mode)
-        if len(values) != len(cls._meta.concrete_fields):
-            values = dict(zip(field_names, values, strict=True))
-        keep_state(obj, TrackedState(id(obj), values))
+        obj._indexnow_loaded = (  # type: ignore[attr-defined]
+            values if len(values) == whole else dict(zip(field_names, values, strict=True))
+        )
         return obj
 
-    _loading_hooks[from_db] = (loader, mutable)
     return from_db
 
 

@@ -17,6 +17,7 @@ from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registry import is_many_to_many, plan_for
 from .outcome import Seen, change, failed, open_change, see
+from .raw import ignored
 from .state import children, loaded, rebuild, state
 
 if TYPE_CHECKING:
@@ -45,8 +46,10 @@ def on_m2m_changed(
     using: str,
     **kwargs: Any,
 ) -> None:
-    """``m2m_changed``: a change of the relations of ``instance`` through ``sender``."""
-    if not is_enabled():
+    """``m2m_changed``: a change of the relations of ``instance`` through ``sender``.
+
+    ``raw`` (Django 6.1+): a fixture's m2m data, ignored like its raw save."""
+    if not is_enabled() or ignored(kwargs.get("raw")):
         return
     try:
         if not reverse:

@@ -1,5 +1,8 @@
 """Rows that belong to a registered object (``related``, django-parler's translations).
 
+A row belongs through a foreign key to the object (a reverse relation) or through a
+``GenericRelation`` (a generic foreign key whose content type names the object's model).
+
 Saving or deleting such a row is a change of its owner: the owner's state is
 seen before the row changes (``pre_save``, ``pre_delete``) and after
 (``post_save``, ``post_delete``), and the URLs that differ join the unit of
@@ -20,6 +23,7 @@ from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registry import Related, plan_for
 from .outcome import Seen, failed, open_change, see
+from .raw import ignored
 from .state import state
 
 if TYPE_CHECKING:
@@ -37,15 +41,15 @@ def before_row_change(
     """``pre_save``, ``pre_delete``: how the owners of ``instance`` look before it changes."""
     known = state(instance)
     known.owners_before = None
-    if kwargs.get("raw") or not is_enabled():
+    if ignored(kwargs.get("raw")) or not is_enabled():
         return
     found: list[tuple[Plan, Related, Any, Seen, dict[str, Any] | None]] = []
     connection = thread_connection(using)
     for owner_model, related in owners.get(sender, ()):
         plan = plan_for(owner_model)
         owner_pk = instance.__dict__.get(related.owner_attname)
-        if plan is None or owner_pk is None:
-            continue
+        if plan is None or owner_pk is None or not related.belongs(instance):
+            continue  # no owner, or (a generic relation) one of another model
         try:
             owner = _owner(owner_model, plan, owner_pk, using)
             if owner is None or open_change(owner, connection) is not None:

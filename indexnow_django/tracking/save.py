@@ -14,11 +14,13 @@ A save of a tracked object takes one route:
 3. :func:`settle` works the save's URLs out (:func:`urls_of_save`, from the
    row before and the values written) where that costs least and is right:
    at the end of the unit of work, with the unit's other saves, outside a
-   transaction; inside one, the state before is seen now and the rest at
-   the commit (:func:`.outcome.change`); with no unit of work, at once.
+   transaction (several saves of one object are one change, from before the
+   first to after the last); inside one, the state before is seen now and the
+   rest at the commit (:func:`.outcome.change`); with no unit of work, at once.
 
-A save through an untracked base class of a tracked multi-table model is a
-change of the child row it belongs to (:func:`before_base_save`).
+A save through a base class of a tracked multi-table model (an object loaded as
+the parent model) is a change of the child row it belongs to, judged as the child
+(:func:`before_base_save`), whether the base class is tracked or not.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registry import plan_for
 from .outcome import DRAFT, Seen, change, failed, outcome, see
+from .raw import ignored
 from .state import (
+    LOADED,
     MISSING,
     ModelInfo,
     Row,
@@ -81,13 +85,20 @@ def before_save(
 ) -> None:
     """``pre_save``: the stored row that the save overwrites."""
     known = state(instance)
-    known.raw = raw
     known.before = None
+    known.base_save = None
+    if raw:
+        raw = ignored(raw)
+    known.raw = raw
     if raw or not is_enabled():
-        return
+        return  # loaddata, a fixture: nothing (a revert is counted: see .raw)
     info = tracked.get(sender)
-    if info is None:
+    if sender in children and not (instance._state.adding and instance.pk is None):
+        # An object of a base class whose row may be a tracked child's: judged as the child.
         known.base_save = before_base_save(instance, using, update_fields)
+        if info is None or known.base_save is not None:
+            return
+    if info is None:
         return
     if watched(instance):
         return  # a watch() block submits what its objects' saves change
@@ -167,21 +178,21 @@ def after_save(
     **kwargs: Any,
 ) -> None:
     """``post_save``: keep the row as saved and submit what the save changed."""
-    if raw:
+    if raw and ignored(raw):
         return
     known = state(instance)
     before, known.before = known.before, None
     deferred, known.deferred = known.deferred, None
+    base_save, known.base_save = known.base_save, None
+    if base_save is not None:
+        after_base_save(base_save, instance, using)
     info = tracked.get(sender)
     if info is None:
-        base_save, known.base_save = known.base_save, None
-        if base_save is not None:
-            after_base_save(base_save, instance, using)
         return
-    overwritten = known.row
     if update_fields is None and not info.mutable:
         saved: dict[str, Any] = instance.__dict__.copy()
         del saved["_state"]  # no cycle: the object and its state are freed at once
+        saved.pop(LOADED, None)
     elif update_fields is None:
         saved = remember(instance, info.attnames)
     else:
@@ -194,9 +205,8 @@ def after_save(
         return
     plan = plan_for(sender)
     if plan is not None:
-        # A save of a loaded object (its row known, no query made) is worked out with
-        # the unit's other saves; one that needed the database, at once.
-        later = before is overwritten
+        # Worked out at the end of the unit of work, with its other saves and from the
+        # object's state when the unit began; one whose dependents were watched, at once.
         settle(
             plan,
             info,
@@ -206,7 +216,7 @@ def after_save(
             update_fields,
             deferred,
             using,
-            later=later and before_seen is None,
+            later=before_seen is None,
             standing=standing,
             before_seen=before_seen,
         )
@@ -234,7 +244,10 @@ def settle(
     """Submit what a save changed, worked out when that is right and cheapest.
 
     ``later``: outside a transaction, in a unit of work, the URLs may be worked
-    out at the end of the unit, together with its other saves (that costs less).
+    out at the end of the unit, together with its other saves (that costs less),
+    and from the object's state before its first save in the unit: a URL that it
+    had only between two saves (a save for a primary key, then one for a slug
+    made from it) is never submitted.
     ``standing``: inside a transaction, whether the save still stands.
     """
     args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
@@ -260,15 +273,49 @@ def settle(
         return
     collector = current()
     if later and collector is not None and collector.hold is None and collector.accepts():
-        # At the end of the unit, with its other saves (less per save).
+        # At the end of the unit, with its other saves (less per save), from the state
+        # before the first save of the object in the unit (its net change).
+        nets = collector.by_object
+        key = (instance._meta.concrete_model, instance.pk)
+        net = nets.get(key)
+        if net is not None and not net.done:
+            net.saved_again(instance, saved, deferred)
+            return
+        net = nets[key] = _Net(nets, key, args)
         waiting = collector.waiting
-        waiting.append((urls_of_save, args))
+        waiting.append((net.resolve, ()))
         if len(waiting) >= LATER_LIMIT:
             collector.settle()
         return
     urls = urls_of_save(*args)
     if urls:
         hand_over(urls, connection)
+
+
+class _Net:
+    """The saves of one object in a unit of work, outside transactions, worked out
+    together when the unit settles: from the row before the first to the last."""
+
+    __slots__ = ("args", "done", "key", "nets")
+
+    def __init__(self, nets: dict[Any, _Net], key: Any, args: tuple[Any, ...]) -> None:
+        self.nets = nets
+        self.key = key
+        self.args = args
+        self.done = False
+
+    def saved_again(
+        self, instance: models.Model, saved: dict[str, Any], deferred: dict[str, Any] | None
+    ) -> None:
+        plan, info, before, _instance, _saved, _fields, _deferred, using, seen = self.args
+        # Compared on every field: the saves together may have written any of them.
+        self.args = (plan, info, before, instance, saved, None, deferred, using, seen)
+
+    def resolve(self) -> list[str]:
+        self.done = True
+        if self.nets.get(self.key) is self:
+            del self.nets[self.key]
+        return urls_of_save(*self.args)
 
 
 def urls_of_save(
@@ -356,7 +403,7 @@ def _as_saved(
 
 
 class BaseSave(NamedTuple):
-    """A save through an untracked base class: the child row it changes, as stored."""
+    """A save through a base class: the child row it changes, as stored."""
 
     plan: Plan
     child: models.Model
@@ -368,7 +415,7 @@ def before_base_save(
     instance: models.Model, using: str, update_fields: Iterable[str] | None
 ) -> BaseSave | None:
     """The stored child row of a tracked multi-table model that a save of ``instance``
-    (an object of its untracked base class) changes, if there is one."""
+    (an object of its base class) changes, if there is one."""
     if instance._state.adding and instance.pk is None:
         return None
     try:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
 __all__ = [
+    "LOADED",
     "MISSING",
     "ModelInfo",
     "Row",
@@ -42,6 +43,10 @@ __all__ = [
 Row = Sequence[Any] | dict[str, Any]
 
 MISSING: Any = object()
+
+#: The attribute in which a tracked class's ``from_db`` leaves the row it loaded the
+#: object from (:mod:`.loading`), until the object's :class:`TrackedState` is made.
+LOADED = "_indexnow_loaded"
 
 _MUTABLE_TYPES = frozenset({"JSONField", "ArrayField", "HStoreField"})
 
@@ -100,8 +105,11 @@ def state(instance: models.Model) -> TrackedState:
     original: it gets a state of its own that starts from the same row.
     """
     found: TrackedState | None = kept_state(instance)
-    if found is None or found._owner != id(instance):
-        found = TrackedState(id(instance), found.row if found is not None else None)
+    if found is None:
+        found = TrackedState(id(instance), instance.__dict__.get(LOADED))
+        keep_state(instance, found)
+    elif found._owner != id(instance):
+        found = TrackedState(id(instance), found.row)
         keep_state(instance, found)
     return found
 
@@ -109,7 +117,10 @@ def state(instance: models.Model) -> TrackedState:
 def loaded_row(instance: models.Model) -> Row | None:
     """The row ``instance`` was loaded or last saved with, as kept (no copy)."""
     found: TrackedState | None = kept_state(instance)
-    return known_row(found) if found is not None else None
+    if found is None:
+        row: Row | None = instance.__dict__.get(LOADED)
+        return row
+    return known_row(found)
 
 
 def known_row(known: TrackedState) -> Row | None:
@@ -189,7 +200,8 @@ tracked: dict[type[models.Model], ModelInfo] = {}
 #: The ``from_db`` of each tracked class without the loading hook (the class's own, or
 #: Django's), as a function: objects built for comparison need no state of their own.
 plain_from_db: dict[type[models.Model], Callable[..., models.Model]] = {}
-#: Untracked models with tracked multi-table children, deepest children first.
+#: Models (tracked or not) with tracked multi-table children, deepest children first: an
+#: object of such a model whose row has a child row is judged as the child.
 children: dict[type[models.Model], list[type[models.Model]]] = {}
 
 
@@ -302,3 +314,14 @@ def saved_attnames(instance: models.Model, update_fields: Iterable[str]) -> list
     return [
         f.attname for f in instance._meta.concrete_fields if f.name in names or f.attname in names
     ]
+
+
+def child_row(model: type[models.Model], pk: Any, using: str) -> type[models.Model] | None:
+    """The most specific tracked multi-table child of ``model`` that has a row with this
+    primary key (one query per child model asked), if any."""
+    if pk is None:
+        return None
+    for child in children.get(model, ()):
+        if child._base_manager.using(using).filter(pk=pk).exists():
+            return child
+    return None

@@ -2,11 +2,13 @@ from typing import Any
 
 from django.contrib import admin
 from parler.admin import TranslatableAdmin
+from polymorphic.admin import PolymorphicChildModelAdmin, PolymorphicParentModelAdmin
+from reversion.admin import VersionAdmin
 from treebeard.admin import TreeAdmin
 from treebeard.forms import movenodeform_factory
 
 import indexnow_django
-from tests.thirdparty.models import Guide, Lesson, Note, Section, Step
+from tests.thirdparty.models import Book, Guide, Lesson, Note, Product, Section, Step, Story
 
 admin.site.register(Note)
 admin.site.register(Guide, TranslatableAdmin)
@@ -34,3 +36,19 @@ class SectionAdmin(TreeAdmin):
         node = Section.objects.get(pk=form.instance.pk)
         with indexnow_django.watch([node, *node.get_descendants()]):
             return super().save_form(request, form, change)
+
+
+@admin.register(Story)
+class StoryAdmin(VersionAdmin):
+    """django-reversion's admin: history, revert and recover."""
+
+
+@admin.register(Book)
+class BookAdmin(PolymorphicChildModelAdmin):
+    base_model = Product
+
+
+@admin.register(Product)
+class ProductAdmin(PolymorphicParentModelAdmin):
+    base_model = Product
+    child_models = (Book,)

@@ -7,7 +7,19 @@ from typing import Any
 from taggit.models import Tag
 
 from indexnow_django import ModelIndexNow, register
-from tests.thirdparty.models import Guide, Lesson, Note, Section, Topic
+from tests.thirdparty.models import (
+    Article,
+    Book,
+    Entry,
+    Event,
+    Guide,
+    Lesson,
+    Note,
+    Product,
+    Section,
+    Story,
+    Topic,
+)
 
 
 @register(Lesson)
@@ -64,3 +76,22 @@ class SectionIndexNow(ModelIndexNow):
 class TopicIndexNow(ModelIndexNow):
     def dependents(self, obj: Any) -> Any:
         return obj.get_descendants()
+
+
+# django-reversion: a revert is a change like a save.
+register(Story)
+
+
+@register(Article)
+class ArticleIndexNow(ModelIndexNow):
+    """Its comments (a generic relation) are shown on its page."""
+
+    related = ["comments"]
+
+
+# django-polymorphic: a book is judged as a book, wherever it is saved or deleted from.
+register(Product)
+register(Book)
+
+register(Entry)
+register(Event)

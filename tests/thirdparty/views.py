@@ -24,3 +24,12 @@ def rename_twice(request: HttpRequest, pk: int) -> HttpResponse:
     except Boom:
         pass
     return HttpResponse("ok")
+
+
+def create_event(request: HttpRequest) -> HttpResponse:
+    """A form's view: the event saves twice (for its primary key, then its slug)."""
+    from tests.thirdparty.models import Event
+
+    event = Event(title=request.POST["title"])
+    event.save()
+    return HttpResponse(event.slug)

@@ -1,0 +1,75 @@
+"""Raw saves: ignored (``loaddata``, fixtures), unless they restore data (a revert).
+
+Django saves with ``raw=True`` what its deserializers build: ``loaddata``, the
+fixtures of tests and migrations, a ``TransactionTestCase``'s serialized rollback.
+Their rows are data being loaded, not pages that changed, and they submit
+nothing. Tools that restore an object's earlier state through the same
+deserializers (django-reversion's reverts) make a change like any save: inside
+:func:`count_raw_saves` a raw save is tracked as a save (compared with the stored
+row, or an insert when there is none), and so are the many-to-many data and the
+``related`` rows it writes.
+
+django-reversion's ``Version.revert()`` and ``Revision.revert()`` (which its admin's
+revision and recover views call) run inside :func:`count_raw_saves` once the app
+is ready (:func:`follow_reversion`), with no line of the site's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["count_raw_saves", "counting_raw_saves", "follow_reversion"]
+
+_counting: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "indexnow_count_raw_saves", default=False
+)
+
+
+@contextlib.contextmanager
+def count_raw_saves() -> Iterator[None]:
+    """Track the raw saves of the block (objects rebuilt by a deserializer and saved
+    with ``save()``, or ``save_base(raw=True)``) as ordinary saves: what they change
+    is submitted, old and new URLs, following the change table."""
+    token = _counting.set(True)
+    try:
+        yield
+    finally:
+        _counting.reset(token)
+
+
+def counting_raw_saves() -> bool:
+    """Whether raw saves made now are tracked (inside :func:`count_raw_saves`)."""
+    return _counting.get()
+
+
+def ignored(raw: bool | None) -> bool:
+    """Whether a save (or an m2m change) with this ``raw`` flag is left untracked."""
+    return bool(raw) and not _counting.get()
+
+
+def _counted(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def revert(*args: Any, **kwargs: Any) -> Any:
+        with count_raw_saves():
+            return method(*args, **kwargs)
+
+    revert.indexnow_counted = True  # type: ignore[attr-defined]
+    return revert
+
+
+def follow_reversion() -> None:
+    """Make django-reversion's reverts count, when it is installed (once)."""
+    from django.apps import apps
+
+    if not apps.is_installed("reversion"):
+        return
+    from reversion.models import Revision, Version
+
+    for model in (Version, Revision):
+        method = model.revert
+        if not getattr(method, "indexnow_counted", False):
+            model.revert = _counted(method)
