@@ -4,13 +4,14 @@
 (Django 6.0 and later) or the ``django_tasks`` backport (Django 5.2). The
 ``is_*`` functions tell a backend's kind by its class, for what only some
 backends do (run a task as it is enqueued, keep tasks in the database, run them
-as rq jobs), each importing the backend's package only when it is installed.
+as rq jobs), importing nothing.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,16 +67,16 @@ def tasks_framework() -> TasksFramework | None:
 
 
 def _classes(*paths: str) -> tuple[type, ...]:
-    """The classes at ``paths`` (``module:Class``) whose package is installed."""
+    """The classes at ``paths`` (``module:Class``) whose module is imported already: an
+    object of one of them exists only once its module is, so nothing is imported here
+    (importing a task app's module outside ``INSTALLED_APPS`` would fail)."""
     found: list[type] = []
     for path in paths:
         module, _, name = path.partition(":")
-        if importlib.util.find_spec(module.split(".")[0]) is None:
-            continue
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError):
-            continue
+        loaded = sys.modules.get(module)
+        cls = getattr(loaded, name, None) if loaded is not None else None
+        if isinstance(cls, type):
+            found.append(cls)
     return tuple(found)
 
 
