@@ -122,9 +122,9 @@ class Collector:
         #: raises. Change tracking appends here for a unit that does not hold URLs
         #: on a timer, and calls :meth:`settle` once :data:`LATER_LIMIT` wait.
         self.waiting: list[tuple[Callable[..., Iterable[str]], tuple[Any, ...]]] = []
-        #: Change tracking's entries of :attr:`waiting`, by object (several saves of one
-        #: object in the unit are one change).
-        self.by_object: dict[Any, Any] = {}
+        #: Change tracking's entries of :attr:`waiting` by object: their index (several
+        #: saves of one object in the unit are one change). Emptied with :attr:`waiting`.
+        self.by_object: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"<Collector {self.id} urls={len(self.urls)} open={self.open}>"
@@ -149,6 +149,7 @@ class Collector:
         together costs less than one by one, between the queries of the saves)."""
         while self.waiting:
             waiting, self.waiting = self.waiting, []
+            self.by_object.clear()
             urls: list[str] = []
             for resolve, args in waiting:
                 urls.extend(resolve(*args))
@@ -177,6 +178,7 @@ class Collector:
         except Exception:
             logger.exception("IndexNow could not work out the URLs of unit=%s", self.id)
             self.waiting = []
+            self.by_object.clear()
         with self._lock:
             self.open = False
             timer, self._timer = self._timer, None

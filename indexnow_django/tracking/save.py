@@ -275,47 +275,29 @@ def settle(
     if later and collector is not None and collector.hold is None and collector.accepts():
         # At the end of the unit, with its other saves (less per save), from the state
         # before the first save of the object in the unit (its net change).
-        nets = collector.by_object
-        key = (instance._meta.concrete_model, instance.pk)
-        net = nets.get(key)
-        if net is not None and not net.done:
-            net.saved_again(instance, saved, deferred)
-            return
-        net = nets[key] = _Net(nets, key, args)
+        # The object is kept alive by its entry, so its id() names it until the unit
+        # settles (which empties the index).
         waiting = collector.waiting
-        waiting.append((net.resolve, ()))
+        by_object = collector.by_object
+        key = id(instance)
+        index = by_object.get(key)
+        if index is not None:
+            # Saved again: from the row before its first save to what this one wrote,
+            # compared on every field (the saves together may have written any).
+            first = waiting[index][1]
+            waiting[index] = (
+                urls_of_save,
+                (plan, info, first[2], instance, saved, None, deferred, using, None),
+            )
+            return
+        by_object[key] = len(waiting)
+        waiting.append((urls_of_save, args))
         if len(waiting) >= LATER_LIMIT:
             collector.settle()
         return
     urls = urls_of_save(*args)
     if urls:
         hand_over(urls, connection)
-
-
-class _Net:
-    """The saves of one object in a unit of work, outside transactions, worked out
-    together when the unit settles: from the row before the first to the last."""
-
-    __slots__ = ("args", "done", "key", "nets")
-
-    def __init__(self, nets: dict[Any, _Net], key: Any, args: tuple[Any, ...]) -> None:
-        self.nets = nets
-        self.key = key
-        self.args = args
-        self.done = False
-
-    def saved_again(
-        self, instance: models.Model, saved: dict[str, Any], deferred: dict[str, Any] | None
-    ) -> None:
-        plan, info, before, _instance, _saved, _fields, _deferred, using, seen = self.args
-        # Compared on every field: the saves together may have written any of them.
-        self.args = (plan, info, before, instance, saved, None, deferred, using, seen)
-
-    def resolve(self) -> list[str]:
-        self.done = True
-        if self.nets.get(self.key) is self:
-            del self.nets[self.key]
-        return urls_of_save(*self.args)
 
 
 def urls_of_save(
