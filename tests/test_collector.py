@@ -253,7 +253,9 @@ def test_a_long_running_command_sends_what_it_committed_within_seconds(
 def test_a_short_command_saving_50_objects_gives_one_job(redis_conn: Any) -> None:
     from rq import Queue
 
-    result = run_django("make_pages", "50", INDEXNOW_TEST_OVERRIDES='{"DISPATCH": "queue"}')
+    # A job per flush (no coalescing window): the command's one flush is one job.
+    overrides = '{"DISPATCH": "queue", "QUEUE": {"COALESCE": 0}}'
+    result = run_django("make_pages", "50", INDEXNOW_TEST_OVERRIDES=overrides)
     assert result.returncode == 0, result.stderr
     [job] = Queue("default", connection=redis_conn).jobs
     assert job.args[0] == [f"{BASE}/made/{n}/" for n in range(50)]
