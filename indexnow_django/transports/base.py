@@ -190,7 +190,9 @@ class Transport:
         """How URLs submitted by hand go on, for the admin's messages."""
         from django.utils.translation import gettext
 
-        return gettext("sent from the web process")
+        if self.in_process:
+            return gettext("sent from the web process")
+        return gettext("queued for delivery")
 
     @property
     def how_flushes_go(self) -> str:

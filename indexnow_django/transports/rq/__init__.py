@@ -176,12 +176,6 @@ class RQTransport(Transport):
     def describe(self) -> str:
         return f"queue {self.conf.queue_name!r}"
 
-    @property
-    def how_sent(self) -> str:
-        from django.utils.translation import gettext
-
-        return gettext("queued for delivery")
-
 
 def _job_alive(job_id: str) -> bool:
     """Whether the rq job ``job_id`` is still waiting or running (not failed, gone, ended):

@@ -108,9 +108,8 @@ def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
             "retry_jobs": [],
             "skipped": "twin ran",
         }
-    queue = get_queue(conf)
     runner = (
-        running(Runner("job", str(job.id), str(job.origin or queue.name)))
+        running(Runner("job", str(job.id), str(job.origin or conf.queue_name)))
         if job is not None
         else contextlib.nullcontext()
     )
@@ -119,7 +118,7 @@ def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
             return run_delivery(
                 parcel,
                 conf=conf,
-                carrier=RQCarrier(queue, conf),
+                carrier=RQCarrier(conf),
                 # Called by hand (no worker): wait for the throttle rather than defer.
                 wait=job is None,
                 deadline=_hand_over_at(job, conf),
@@ -136,11 +135,22 @@ class RQCarrier:
 
     again = "Requeue the job to try again."
 
-    def __init__(self, queue: Queue, conf: IndexNowSettings) -> None:
-        self.queue = queue
+    def __init__(self, conf: IndexNowSettings, queue: Queue | None = None) -> None:
         self.conf = conf
+        self._queue = queue
+
+    @property
+    def queue(self) -> Queue:
+        if self._queue is None:
+            self._queue = get_queue(self.conf)
+        return self._queue
 
     def cannot_defer(self) -> str | None:
+        from django.conf import settings
+
+        if self._queue is None and self.conf.queue_name not in getattr(settings, "RQ_QUEUES", {}):
+            # deliver() called by hand on a site without the queue: it waits instead.
+            return f"queue {self.conf.queue_name!r} is not in RQ_QUEUES"
         if self.queue.is_async:
             return None
         return (

@@ -144,12 +144,6 @@ class TasksTransport(Transport):
     def describe(self) -> str:
         return f"task backend {self.conf.tasks_backend!r}"
 
-    @property
-    def how_sent(self) -> str:
-        from django.utils.translation import gettext
-
-        return gettext("queued for delivery")
-
 
 def _task_alive(task_id: str) -> bool:
     """Whether the delivery task ``task_id`` may still send (waiting or running): a claim of
