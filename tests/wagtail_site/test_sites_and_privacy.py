@@ -189,7 +189,7 @@ def test_a_real_worker_delivers_an_admin_publish(
 def test_a_site_saved_by_another_process_is_noticed(tree: Tree, admin, engine, monkeypatch) -> None:
     from indexnow_django.contrib.wagtail import apps as integration
 
-    monkeypatch.setattr(integration, "SITES_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(integration.SITES, "recheck_seconds", 0.0)
     admin.get("/test-key-0123456789.txt")  # a request: this process looks at the sites
     # Another process adds a site: no signal here (and Wagtail's cache of root paths,
     # shared in production, forgets them).

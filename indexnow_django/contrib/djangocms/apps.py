@@ -7,7 +7,8 @@ Two hooks that the core app looks for on installed apps' configs:
   domain, each with its page tree), read again by every process every few
   seconds. A site saved or deleted in this process, a migration, and a fork
   (each rq job's work horse) make them be read again at once; a web process
-  also compares the domains every :data:`SITES_RECHECK_SECONDS`.
+  also compares the domains every 30 seconds
+  (:class:`~indexnow_django.contrib.sites.SiteHostsWatch`).
 A system check, ``indexnow.W040``, warns on a django CMS release before
 :data:`SUPPORTED_CMS`: 4.1 and 5.0 keep a page's slug on its URL rows, changed
 by the page settings form, not on the versions that are published, so the
@@ -25,9 +26,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-import os
 import re
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -35,9 +34,9 @@ from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.core.signals import request_started
 from django.db import DatabaseError, connection
-from django.db.models.signals import post_delete, post_migrate, post_save
+
+from ..sites import SiteHostsWatch
 
 logger = logging.getLogger(__name__)
 
@@ -77,34 +76,14 @@ def check_cms_version(**kwargs: Any) -> list[checks.CheckMessage]:
     ]
 
 
-def _forget_settings(**kwargs: Any) -> None:
-    from ...conf import clear_cache
+def _site_hosts() -> list[str]:
+    from .pages import site_hosts
 
-    clear_cache()
-
-
-#: Seconds between two looks, per process, at whether the sites' domains changed.
-SITES_RECHECK_SECONDS = 30.0
-
-_sites_seen: tuple[float, tuple[str, ...] | None] = (-SITES_RECHECK_SECONDS, None)
+    return list(site_hosts())
 
 
-def _notice_site_changes(**kwargs: Any) -> None:
-    """``request_started``: every 30 s at most, compare the sites' domains with the last look."""
-    global _sites_seen
-    checked_at, seen = _sites_seen
-    now = time.monotonic()
-    if now - checked_at < SITES_RECHECK_SECONDS:
-        return
-    try:
-        from .pages import site_hosts
-
-        hosts = tuple(site_hosts())
-    except DatabaseError:
-        return
-    _sites_seen = (now, hosts)
-    if hosts != seen:
-        _forget_settings()
+#: The sites' hosts are part of the settings: they are read again when they change.
+SITES = SiteHostsWatch(_UID, _site_hosts)
 
 
 class IndexNowDjangoCMSConfig(AppConfig):
@@ -125,13 +104,7 @@ class IndexNowDjangoCMSConfig(AppConfig):
 
         handlers.connect()
         checks.register(check_cms_version, "indexnow", checks.Tags.compatibility)
-        # The sites' domains are part of the settings: read them again when they change.
-        post_save.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_saved")
-        post_delete.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_deleted")
-        post_migrate.connect(_forget_settings, dispatch_uid=f"{_UID}.migrated")
-        request_started.connect(_notice_site_changes, dispatch_uid=f"{_UID}.request_started")
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=_forget_settings)
+        SITES.connect(Site)
 
     def indexnow_hosts(self) -> list[str]:
         """Every site's domain; none while the sites' table does not exist yet."""

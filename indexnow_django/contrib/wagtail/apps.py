@@ -7,7 +7,7 @@ Two hooks that the core app looks for on installed apps' configs:
   every process every few seconds (``conf.HOSTS_REFRESH_SECONDS``). A site
   saved or deleted in this process, a migration, and a fork (each rq job's
   work horse) make them be read again at once; a web process also compares
-  the sites' hosts every :data:`SITES_RECHECK_SECONDS`.
+  the sites' hosts every :attr:`~indexnow_django.contrib.sites.SiteHostsWatch.recheck_seconds`.
 - ``indexnow_diagnostics()``: findings for ``manage.py indexnow_check`` (here:
   the sites, their hosts, and whether each is an allowed host).
 """
@@ -15,54 +15,28 @@ Two hooks that the core app looks for on installed apps' configs:
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections.abc import Iterator
 from typing import Any
 
 from django.apps import AppConfig, apps
 from django.core.exceptions import ImproperlyConfigured
-from django.core.signals import request_started
 from django.db import DatabaseError, connection
-from django.db.models.signals import post_delete, post_migrate, post_save
+
+from ..sites import SiteHostsWatch
 
 logger = logging.getLogger(__name__)
 
 _UID = "indexnow_django.contrib.wagtail.apps"
 
 
-def _forget_settings(**kwargs: Any) -> None:
-    from ...conf import clear_cache
+def _site_hosts() -> list[str]:
+    from .pages import site_hosts
 
-    clear_cache()
-
-
-#: Seconds between two looks, per process, at whether the sites' hosts changed.
-SITES_RECHECK_SECONDS = 30.0
-
-_sites_seen: tuple[float, tuple[str, ...] | None] = (-SITES_RECHECK_SECONDS, None)
+    return list(site_hosts())
 
 
-def _notice_site_changes(**kwargs: Any) -> None:
-    """``request_started``: every 30 s at most, compare the sites' hosts with the last look.
-
-    A site saved by another process sends no signal here; the settings are built
-    again when the hosts differ.
-    """
-    global _sites_seen
-    checked_at, seen = _sites_seen
-    now = time.monotonic()
-    if now - checked_at < SITES_RECHECK_SECONDS:
-        return
-    try:
-        from .pages import site_hosts
-
-        hosts = tuple(site_hosts())
-    except DatabaseError:
-        return
-    _sites_seen = (now, hosts)
-    if hosts != seen:
-        _forget_settings()
+#: The sites' hosts are part of the settings: they are read again when they change.
+SITES = SiteHostsWatch(_UID, _site_hosts)
 
 
 class IndexNowWagtailConfig(AppConfig):
@@ -82,13 +56,7 @@ class IndexNowWagtailConfig(AppConfig):
         from . import handlers
 
         handlers.connect()
-        # The sites' hosts are part of the settings: read them again when they change.
-        post_save.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_saved")
-        post_delete.connect(_forget_settings, sender=Site, dispatch_uid=f"{_UID}.site_deleted")
-        post_migrate.connect(_forget_settings, dispatch_uid=f"{_UID}.migrated")
-        request_started.connect(_notice_site_changes, dispatch_uid=f"{_UID}.request_started")
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=_forget_settings)
+        SITES.connect(Site)
 
     def indexnow_hosts(self) -> list[str]:
         """Every Wagtail site's host; none while the sites' table does not exist yet."""
