@@ -13,7 +13,6 @@ class IndexNowConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks, collector, conf, languages, registry, tracking
-        from .transports.tasks.worker import watch_worker
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
@@ -22,7 +21,5 @@ class IndexNowConfig(AppConfig):
         )
         registry.autodiscover()
         tracking.connect()
-        collector.install_command_units()
+        collector.install_command_units(conf.command_units_enabled())
         collector.connect_tasks()
-        if watch_worker not in collector.command_hooks:
-            collector.command_hooks.append(watch_worker)

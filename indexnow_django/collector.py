@@ -1,8 +1,8 @@
 """Units of work: where changed URLs wait until they are flushed, once per unit.
 
 A unit of work is an HTTP request (:class:`~indexnow_django.middleware.IndexNowMiddleware`),
-a management command (see :func:`command_unit`), a job run by the
-rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), or
+a management command (see :func:`command_unit`; none with ``COMMAND_UNITS: False``), a
+job run by the rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), or
 ``with batch(): ...``. Each has its own :class:`Collector`,
 held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
@@ -446,17 +446,18 @@ def connect_tasks() -> None:
 
 # Management commands ---------------------------------------------------------
 
-#: Called with each management command that begins a unit of work (the tasks
-#: dispatch watches django-tasks-db's ``db_worker`` from here). A hook must not raise.
-command_hooks: list[Callable[[Any], None]] = []
 
-
-def install_command_units() -> None:
+def install_command_units(enabled: bool = True) -> None:
     """Make every management command a unit of work (:func:`command_unit`), without
     changing the commands: Django sends no signal when a command starts or ends, so
     :func:`indexnow_django.compat.run_commands_in` wraps ``BaseCommand.execute`` once.
+
+    ``enabled``: ``INDEXNOW['COMMAND_UNITS']`` when Django starts; ``False`` leaves
+    ``BaseCommand.execute`` as it is, and a command's URLs are then flushed as they
+    commit, like those of any code outside a unit of work.
     """
-    run_commands_in(command_unit)
+    if enabled:
+        run_commands_in(command_unit)
 
 
 @contextlib.contextmanager
@@ -474,11 +475,6 @@ def command_unit(command: BaseCommand) -> Iterator[None]:
     if (running is not None and running.accepts()) or _runs_tests(command):
         yield
         return
-    for hook in command_hooks:
-        try:
-            hook(command)
-        except Exception:
-            logger.exception("IndexNow command hook %r failed", hook)
     with unit("command", hold=COMMAND_HOLD) as collector:
         try:
             yield

@@ -1,9 +1,11 @@
 """The ``django.tasks`` tasks' stable dotted paths: tasks already enqueued name them.
 
-``indexnow_django.tasks.deliver`` (a delivery) and ``indexnow_django.tasks.publish``
-(a scheduled publication), built when first looked up on the configured backend
-and queue (this module imports without a tasks framework and reads no settings at
-import). The code is django.tasks' transport's (:mod:`indexnow_django.transports.tasks`).
+``indexnow_django.tasks.deliver`` (a delivery), ``indexnow_django.tasks.publish``
+(a scheduled publication) and ``indexnow_django.tasks.sweep`` (on django-tasks-db,
+the delivery tasks of dead workers sent again), built when first looked up on the
+configured backend and queue (this module imports without a tasks framework and
+reads no settings at import). The code is django.tasks' transport's
+(:mod:`indexnow_django.transports.tasks`).
 """
 
 from __future__ import annotations
@@ -28,14 +30,26 @@ def publish(label: str, pk: Any, timestamp: int) -> str:
     return publish_now(label, pk, timestamp)
 
 
+def sweep() -> dict[str, Any]:
+    """The sweep task: see :func:`indexnow_django.transports.tasks.worker.sweep_task`."""
+    from .transports.tasks.worker import sweep_task
+
+    return sweep_task()
+
+
 #: The task functions by name, for :func:`indexnow_django.transports.tasks.enqueue.make_task`.
-FUNCTIONS: dict[str, Callable[..., Any]] = {"deliver": deliver, "publish": publish}
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "deliver": deliver,
+    "publish": publish,
+    "sweep": sweep,
+}
 # The tasks themselves (bound to the backend) are what the module's names give.
-del deliver, publish
+del deliver, publish, sweep
 
 
 def __getattr__(name: str) -> Any:
-    """``deliver`` and ``publish``: the tasks, on the configured backend and queue."""
+    """``deliver``, ``publish`` and ``sweep``: the tasks, on the configured backend and
+    queue."""
     if name in FUNCTIONS:
         from .conf import get_settings
         from .transports.tasks.enqueue import make_task

@@ -55,8 +55,8 @@ def test_unknown_key_suggests_the_right_one(settings):
         checks.Error(
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
-            "ENABLED, DRY_RUN, DISPATCH, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, HISTORY, PREVIOUS_KEYS, "
-            "THROTTLE, TASKS, PREFLIGHT.",
+            "ENABLED, DRY_RUN, DISPATCH, COMMAND_UNITS, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, "
+            "HISTORY, PREVIOUS_KEYS, THROTTLE, TASKS, PREFLIGHT.",
             id="indexnow.E002",
         )
     ]
@@ -232,9 +232,10 @@ def test_bad_engines(settings, engines, message):
     ]
 
 
-def test_flags_must_be_booleans(settings):
-    assert errors_for(settings, {**VALID, "ENABLED": "no"}) == [
-        checks.Error("INDEXNOW['ENABLED'] must be True or False, not 'no'.", id="indexnow.E010")
+@pytest.mark.parametrize("flag", ["ENABLED", "DRY_RUN", "COMMAND_UNITS"])
+def test_flags_must_be_booleans(settings, flag):
+    assert errors_for(settings, {**VALID, flag: "no"}) == [
+        checks.Error(f"INDEXNOW[{flag!r}] must be True or False, not 'no'.", id="indexnow.E010")
     ]
 
 

@@ -302,6 +302,46 @@ def test_manage_py_test_captures_and_leaves_nothing_to_send(
     queue_db.close()
 
 
+def test_with_command_units_off_a_command_is_no_unit_and_each_save_flushes_as_it_commits(
+    engine: Any,
+    flushes: list[list[str]],
+    indexnow_settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What Django's start does with ``COMMAND_UNITS: False``, in this process (started
+    long ago): ``BaseCommand.execute`` is left as Django has it."""
+    from django.core.management.base import BaseCommand
+
+    from indexnow_django import collector, conf
+
+    wrapped = BaseCommand.execute
+    original = wrapped.__wrapped__  # type: ignore[attr-defined]
+    monkeypatch.setattr(BaseCommand, "execute", original)  # the wrap comes back afterwards
+    indexnow_settings(COMMAND_UNITS=False)
+    collector.install_command_units(conf.command_units_enabled())
+    assert BaseCommand.execute is original
+
+    call_command("make_pages", "3", stdout=io.StringIO())
+    assert flushes == [["/made/0/"], ["/made/1/"], ["/made/2/"]]
+    assert [p.urls for p in engine.posts] == [[f"{BASE}/made/{n}/"] for n in range(3)]
+
+    # True, or a value the checks refuse (indexnow.E010), wraps it.
+    for value in (True, "no"):
+        monkeypatch.setattr(BaseCommand, "execute", original)
+        indexnow_settings(COMMAND_UNITS=value)
+        collector.install_command_units(conf.command_units_enabled())
+        assert getattr(BaseCommand.execute, "indexnow_around", None) is collector.command_unit
+
+
+def test_manage_py_with_command_units_off_flushes_each_save(engine: Any) -> None:
+    """The real start: a process of its own, ``COMMAND_UNITS`` off in its settings."""
+    result = run_django("make_pages", "3", INDEXNOW_TEST_OVERRIDES='{"COMMAND_UNITS": false}')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "created 3 pages\n"
+    assert sorted(p.urls[0] for p in engine.posts) == [f"{BASE}/made/{n}/" for n in range(3)]
+    assert [len(p.urls) for p in engine.posts] == [1, 1, 1]
+
+
 def test_a_command_called_inside_a_unit_joins_it(flushes: list[list[str]]) -> None:
     with batch():
         page("/before/")

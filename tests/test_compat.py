@@ -348,16 +348,3 @@ def test_the_admin_markup_is_the_installed_djangos():
     assert markup["tools_in_header"] != (
         "{% block object-tools %}" in change_list.split("{% block content %}")[1]
     )
-
-
-def test_telling_a_db_worker_imports_nothing(monkeypatch):
-    """Asked of every management command: on a site without django-tasks-db in
-    INSTALLED_APPS, importing its command module would fail (its model has no app)."""
-    import sys
-
-    from indexnow_django.compat import tasks as compat_tasks
-
-    name = "django_tasks_db.management.commands.db_worker"
-    monkeypatch.delitem(sys.modules, name, raising=False)
-    assert compat_tasks.is_db_worker(object()) is False
-    assert name not in sys.modules

@@ -46,6 +46,7 @@ EVERY_KEY: list[tuple[str, str | None, Any, str, Any]] = [
     ("ENABLED", None, False, "enabled", False),
     ("DRY_RUN", None, True, "dry_run", True),
     ("DISPATCH", None, "tasks", "dispatch", "tasks"),
+    ("COMMAND_UNITS", None, False, "command_units", False),
     ("QUEUE", "NAME", "indexnow", "queue_name", "indexnow"),
     ("QUEUE", "DELAY", 2.5, "queue_delay", 2.5),
     ("QUEUE", "TIMEOUT", 30, "queue_timeout", 30),

@@ -31,7 +31,7 @@ from indexnow_django.dispatch import dispatch
 from indexnow_django.models import TaskHeartbeat
 from indexnow_django.scheduling import check_scheduling
 from indexnow_django.testing import Reply
-from indexnow_django.transports.tasks.enqueue import DELIVERY_TASK, PUBLISH_TASK
+from indexnow_django.transports.tasks.enqueue import DELIVERY_TASK, PUBLISH_TASK, SWEEP_TASK
 from tests.rqhelpers import FAST_RETRY, FAST_SWEEP, wait_for_count
 from tests.testapp.models import Page, Post
 from tests.testapp.tasks import save_pages_task
@@ -379,6 +379,28 @@ def test_db_worker_killed_mid_post_is_sent_again_by_another_worker(
     assert TaskHeartbeat.objects.count() == 0
 
 
+@pytest.mark.worker
+def test_db_worker_a_delivery_schedules_a_sweep_and_sweeping_stops_when_none_runs(
+    indexnow_settings, engine, start_db_worker
+):
+    """One worker: the sweep the delivery scheduled runs after it, finds no delivery
+    running, and schedules no other; no sweep is left waiting."""
+    overrides = tasks_settings(indexnow_settings)
+    dispatch(["/a/"])
+    start_db_worker(overrides, extra_env=FAST_SWEEP)
+    engine.wait_for_posts(1, timeout=30)
+    wait_for_rows(STATUS.SUCCESSFUL, 1)
+
+    deadline = time.monotonic() + 30
+    while not [row for row in rows(SWEEP_TASK) if row.status == STATUS.SUCCESSFUL]:
+        assert time.monotonic() < deadline, [(row.status, row.run_after) for row in rows()]
+        time.sleep(0.2)
+    time.sleep(2)  # two sweep intervals: a successor would have been scheduled and run
+    [sweep] = rows(SWEEP_TASK)
+    assert sweep.status == STATUS.SUCCESSFUL
+    assert sweep.return_value == {"resent": [], "next": None}
+
+
 def running_delivery(started_ago: float, **kwargs: Any) -> DBTaskResult:
     """A delivery task that a worker claimed ``started_ago`` seconds ago."""
     from indexnow_django.delivery.parcel import Parcel
@@ -463,6 +485,64 @@ def test_an_orphan_at_the_last_attempt_fails_naming_the_count(indexnow_settings)
         "last one: gave up after 1 attempts (RETRY['MAX_ATTEMPTS'] is 1)."
     )
     assert len(rows()) == 1
+
+
+def test_a_sweep_resends_orphans_and_schedules_the_next_while_deliveries_run(indexnow_settings):
+    from indexnow_django.transports.heartbeat import sweep_every
+    from indexnow_django.transports.tasks import worker as tasks
+
+    tasks_settings(indexnow_settings)
+    orphan = running_delivery(started_ago=60)  # no heartbeat: its worker is gone
+    running_delivery(started_ago=2)  # still sending
+
+    before = timezone.now()
+    done = tasks.sweep_task()
+
+    [successor] = done["resent"]
+    orphan.refresh_from_db()
+    assert orphan.status == STATUS.FAILED
+    assert f"sent again as task {successor}" in orphan.traceback
+    [following] = rows(SWEEP_TASK)
+    assert done["next"] == str(following.id)
+    assert following.status == STATUS.READY
+    assert (following.queue_name, following.backend_name) == ("default", "database")
+    due = (following.run_after - before).total_seconds()
+    assert sweep_every() - 1 <= due <= sweep_every() + 1
+    # A sweep that finds one waiting adds none: two at once become one again.
+    assert tasks.sweep_task() == {"resent": [], "next": None}
+    assert len(rows(SWEEP_TASK)) == 1
+
+
+def test_a_sweep_with_no_delivery_running_schedules_none(indexnow_settings):
+    from indexnow_django.transports.tasks import worker as tasks
+
+    tasks_settings(indexnow_settings)
+    dispatch(["/a/"])  # waiting, not running: it schedules a sweep when it starts
+    assert tasks.sweep_task() == {"resent": [], "next": None}
+    assert rows(SWEEP_TASK) == []
+
+
+def test_a_sweep_is_scheduled_once_however_many_deliveries_ask(indexnow_settings):
+    """Each delivery that starts asks (see the worker tests): one sweep waits."""
+    from indexnow_django.transports.tasks import worker as tasks
+
+    tasks_settings(indexnow_settings)
+    first = tasks.schedule_sweep(get_settings())
+    assert first is not None
+    assert tasks.schedule_sweep(get_settings()) is None
+    assert [str(row.id) for row in rows(SWEEP_TASK)] == [first]
+
+
+def test_the_sweep_is_not_counted_with_the_tasks_of_this_app(indexnow_settings):
+    from indexnow_django.transports.tasks import worker as tasks
+
+    tasks_settings(indexnow_settings, DEBOUNCE={"CACHE": "shared"})
+    tasks.schedule_sweep(get_settings())
+    output = run_check()
+    assert (
+        "tasks of this app: 0 waiting to run, 0 scheduled (retries, publications), 0 running, "
+        "0 failed; the sweep for dead workers' deliveries is due in " in output
+    )
 
 
 def test_the_database_is_the_one_under_test():

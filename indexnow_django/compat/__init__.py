@@ -32,7 +32,8 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
   instance wherever Django takes it (a copy shares it, a pickle keeps it);
 * :func:`run_commands_in`: ``BaseCommand.execute`` runs every management
   command (``manage.py``, ``call_command``), and Django sends no signal when
-  a command starts or ends: it is wrapped once, the one change this package
+  a command starts or ends: it is wrapped once when Django starts (unless
+  ``INDEXNOW["COMMAND_UNITS"]`` is ``False``), the one change this package
   makes to a class it does not own;
 * :func:`parler_translations`: django-parler's ``_parler_meta`` on a
   ``TranslatableModel``, which names its translation relations and their

@@ -18,7 +18,6 @@ from typing import Any
 __all__ = [
     "TasksFramework",
     "is_database_backend",
-    "is_db_worker",
     "is_immediate_backend",
     "is_rq_backend",
     "tasks_framework",
@@ -97,9 +96,3 @@ def is_database_backend(task_backend: Any) -> bool:
 def is_rq_backend(task_backend: Any) -> bool:
     """Whether ``task_backend`` is django-tasks-rq's: its tasks are rq jobs."""
     return isinstance(task_backend, _classes("django_tasks_rq.backend:RQBackend"))
-
-
-def is_db_worker(command: Any) -> bool:
-    """Whether the management command ``command`` is django-tasks-db's ``db_worker``."""
-    worker = _classes("django_tasks_db.management.commands.db_worker:Command")
-    return bool(worker) and isinstance(command, worker)

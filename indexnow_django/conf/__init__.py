@@ -16,7 +16,14 @@ from ..protocol.masking import mask_key, mask_keys
 from .declared import DEFAULTS, DISPATCH_MODES, Problem
 from .hosts import HOSTS_REFRESH_SECONDS, HOSTS_REREAD_SECONDS, HostConfig
 from .rules import DOCUMENTED_KEYS, KEY_RE, validate
-from .settings import IndexNowSettings, clear_cache, get_settings, is_enabled, settings_fingerprint
+from .settings import (
+    IndexNowSettings,
+    clear_cache,
+    command_units_enabled,
+    get_settings,
+    is_enabled,
+    settings_fingerprint,
+)
 
 __all__ = [
     "DEFAULTS",
@@ -29,6 +36,7 @@ __all__ = [
     "IndexNowSettings",
     "Problem",
     "clear_cache",
+    "command_units_enabled",
     "get_settings",
     "is_enabled",
     "mask_key",

@@ -190,6 +190,8 @@ class Declared:
     enabled: Key[bool] = Key("ENABLED", True, "flag", E_FLAG)
     dry_run: Key[bool] = Key("DRY_RUN", False, "flag", E_FLAG)
     dispatch: Key[str] = Key("DISPATCH", "auto", "choice", "indexnow.E011", choices=DISPATCH_MODES)
+    #: Whether every management command is a unit of work (read when Django starts).
+    command_units: Key[bool] = Key("COMMAND_UNITS", True, "flag", E_FLAG)
 
     queue_name: Key[str] = Key(
         "QUEUE.NAME", "default", "name", E_QUEUE, message="{where} must be a queue name."

@@ -177,6 +177,13 @@ def is_enabled() -> bool:
     return _enabled
 
 
+def command_units_enabled() -> bool:
+    """``INDEXNOW['COMMAND_UNITS']`` without requiring the rest to be valid: read once, when
+    Django starts (a value other than ``False`` counts as ``True``; the checks report it)."""
+    raw = getattr(django_settings, "INDEXNOW", None)
+    return not isinstance(raw, Mapping) or raw.get("COMMAND_UNITS", True) is not False
+
+
 #: The settings whose change :func:`clear_cache` forgets the settings for.
 READ_SETTINGS = ("INDEXNOW", "RQ_QUEUES", "CACHES", "SITE_ID", "INSTALLED_APPS", "TASKS")
 

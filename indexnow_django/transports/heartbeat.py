@@ -37,7 +37,8 @@ HEARTBEAT_TTL = 15
 #: dead workers need not wait 15 seconds. Leave it unset in production.
 HEARTBEAT_TTL_ENV = "INDEXNOW_HEARTBEAT_TTL"
 
-#: Seconds between two looks of a worker for deliveries whose worker died ...
+#: Seconds between two looks for deliveries whose worker died (by each rq worker, or
+#: by the sweep task on django-tasks-db) ...
 SWEEP_EVERY = 10
 #: ... unless this environment variable gives another whole number (for the test suite).
 SWEEP_EVERY_ENV = "INDEXNOW_SWEEP_EVERY"

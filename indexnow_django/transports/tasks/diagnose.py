@@ -1,5 +1,6 @@
 """``indexnow_check``'s findings about django.tasks' transport: the backend, its queue, and on
-django-tasks-db the tasks waiting, running, failed, and whether a ``db_worker`` takes them."""
+django-tasks-db the tasks waiting, running, failed, whether a ``db_worker`` takes them, and
+when the sweep for dead workers' deliveries is due."""
 
 from __future__ import annotations
 
@@ -62,20 +63,23 @@ def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
 
 
 def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> None:
-    """What waits in django-tasks-db's table: delivery and publication tasks by state."""
+    """What waits in django-tasks-db's table: delivery and publication tasks by state, and
+    when the sweep for dead workers' deliveries is due (not counted with them)."""
     from django.db import DatabaseError
     from django.db.models import Count, Min, Q
     from django.utils import timezone
     from django_tasks_db.models import DBTaskResult
 
-    from .enqueue import DELIVERY_TASK, PUBLISH_TASK
+    from .enqueue import DELIVERY_TASK, PUBLISH_TASK, SWEEP_TASK
 
     status = framework.status
     now = timezone.now()
     ours = DBTaskResult.objects.filter(
-        backend_name=conf.tasks_backend, task_path__in=[DELIVERY_TASK, PUBLISH_TASK]
+        backend_name=conf.tasks_backend, task_path__in=[DELIVERY_TASK, PUBLISH_TASK, SWEEP_TASK]
     )
-    ready = Q(status=status.READY)
+    # Deliveries and publications are counted; the sweep is a task of the workers' own.
+    sent = Q(task_path__in=[DELIVERY_TASK, PUBLISH_TASK])
+    ready = sent & Q(status=status.READY)
     # A task enqueued without run_after waits with the backend's far-future marker: it is
     # due from the moment it was enqueued.
     unscheduled = Q(run_after__year=9999)
@@ -85,8 +89,9 @@ def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> 
             oldest_enqueued=Min("enqueued_at", filter=ready & unscheduled),
             oldest_run_after=Min("run_after", filter=ready & Q(run_after__lte=now)),
             later=Count("pk", filter=ready & Q(run_after__gt=now) & ~unscheduled),
-            running=Count("pk", filter=Q(status=status.RUNNING)),
-            failed=Count("pk", filter=Q(status=status.FAILED)),
+            running=Count("pk", filter=sent & Q(status=status.RUNNING)),
+            failed=Count("pk", filter=sent & Q(status=status.FAILED)),
+            next_sweep=Min("run_after", filter=Q(task_path=SWEEP_TASK, status=status.READY)),
         )
     except DatabaseError as exc:
         diag.add(
@@ -102,7 +107,13 @@ def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> 
         f"tasks of this app: {counts['due']} waiting to run, {counts['later']} scheduled "
         f"(retries, publications), {counts['running']} running, {counts['failed']} failed"
     )
+    next_sweep = counts.pop("next_sweep")
+    sweep_in = None if next_sweep is None else round((next_sweep - now).total_seconds())
+    if sweep_in is not None:
+        due = f"in {sweep_in}s" if sweep_in >= 0 else f"{-sweep_in}s ago"
+        message += f"; the sweep for dead workers' deliveries is due {due}"
     data = {k: v for k, v in counts.items() if not k.startswith("oldest_")}
+    data["sweep_due_in"] = sweep_in
     since = [when for when in (counts["oldest_enqueued"], counts["oldest_run_after"]) if when]
     waiting = max((now - when).total_seconds() for when in since) if since else 0.0
     data["waiting_seconds"] = round(waiting)

@@ -5,8 +5,10 @@ With ``DISPATCH: "tasks"`` each flush becomes one task of
 ``indexnow_django.tasks.deliver`` on ``INDEXNOW["TASKS"]["BACKEND"]`` and its
 ``QUEUE_NAME`` (:func:`enqueue_delivery`), and a scheduled publication one task
 of ``indexnow_django.tasks.publish`` with ``run_after`` at its moment
-(:func:`schedule_publication`). The framework is Django's ``django.tasks`` or
-the ``django_tasks`` backport (:func:`~indexnow_django.compat.tasks.tasks_framework`).
+(:func:`schedule_publication`). On django-tasks-db the worker side schedules tasks
+of ``indexnow_django.tasks.sweep`` itself (:mod:`.worker`). The framework is
+Django's ``django.tasks`` or the ``django_tasks`` backport
+(:func:`~indexnow_django.compat.tasks.tasks_framework`).
 
 The task functions live in :mod:`indexnow_django.tasks` and are reached by their
 dotted path (as rq reaches a job's function), so that enqueueing imports
@@ -34,6 +36,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "DELIVERY_TASK",
     "PUBLISH_TASK",
+    "SWEEP_TASK",
     "backend",
     "cannot_defer",
     "enqueue_delivery",
@@ -48,6 +51,7 @@ __all__ = [
 #: name them: they must stay importable under these paths.
 DELIVERY_TASK = "indexnow_django.tasks.deliver"
 PUBLISH_TASK = "indexnow_django.tasks.publish"
+SWEEP_TASK = "indexnow_django.tasks.sweep"
 _TASKS_MODULE = "indexnow_django.tasks"
 #: The tasks whose function takes the task's context first.
 _TAKES_CONTEXT = {"deliver"}
@@ -86,7 +90,7 @@ def cannot_defer(conf: IndexNowSettings) -> str | None:
 
 
 def make_task(name: str, conf: IndexNowSettings, run_after: datetime.datetime | None = None) -> Any:
-    """The task ``name`` (``"deliver"``, ``"publish"``) on ``TASKS["BACKEND"]`` and
+    """The task ``name`` (``"deliver"``, ``"publish"``, ``"sweep"``) on ``TASKS["BACKEND"]`` and
     ``QUEUE_NAME``; the backend validates it (a queue it does not serve raises)."""
     functions = importlib.import_module(_TASKS_MODULE).FUNCTIONS
     task = backend(conf).task_class(

@@ -12,13 +12,20 @@ A django-tasks-db worker that dies mid-delivery leaves its task RUNNING for
 ever. Each delivery on django-tasks-db keeps a
 :class:`~indexnow_django.models.TaskHeartbeat` while it runs (written when it
 starts, renewed every few seconds, removed when it ends;
-:mod:`indexnow_django.transports.heartbeat`), and every ``db_worker`` looks every
-few seconds for running delivery tasks whose worker is gone (:func:`resend_orphans`):
-each is sent again as a new task (the next attempt), or at ``MAX_ATTEMPTS``
-failed with a message naming the count. A worker is gone when its heartbeat
-is older than the heartbeat's lifetime, or, on the machine that sweeps, when its
-process has ended: SQLite lets one connection write at a time, so a busy database
-can hold a live worker's heartbeat back.
+:mod:`indexnow_django.transports.heartbeat`), and a task of its own, the sweep
+(:func:`sweep_task`, ``indexnow_django.tasks.sweep``), looks for running delivery
+tasks whose worker is gone (:func:`resend_orphans`): each is sent again as a new
+task (the next attempt), or at ``MAX_ATTEMPTS`` failed with a message naming the
+count. A delivery task that starts makes sure a sweep waits on its backend and
+queue, due :func:`~indexnow_django.transports.heartbeat.sweep_every` seconds later
+(:func:`schedule_sweep`), and each sweep schedules the next one as long as delivery
+tasks run. Whichever ``db_worker`` takes the sweep runs it: a worker that died is
+found by the others, or by itself once it is started again.
+
+A worker is gone when its heartbeat is older than the heartbeat's lifetime, or,
+on the machine that sweeps, when its process has ended: SQLite lets one
+connection write at a time, so a busy database can hold a live worker's
+heartbeat back.
 """
 
 from __future__ import annotations
@@ -29,14 +36,12 @@ import datetime
 import logging
 import os
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 from django.utils import timezone
 
-from ...compat.tasks import is_db_worker, tasks_framework
+from ...compat.tasks import tasks_framework
 from ...conf import IndexNowSettings, get_settings
 from ...delivery.history import TASK_QUEUE_PREFIX
 from ...delivery.parcel import Parcel, Runner, running
@@ -44,23 +49,28 @@ from ...delivery.run import run_delivery
 from ..heartbeat import beating, heartbeat_ttl, sweep_every
 from .enqueue import (
     DELIVERY_TASK,
+    SWEEP_TASK,
     backend,
     cannot_defer,
     enqueue_delivery,
     is_database,
+    make_task,
 )
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TasksCarrier", "deliver_task", "resend_orphans", "watch_worker"]
+__all__ = ["TasksCarrier", "deliver_task", "resend_orphans", "schedule_sweep", "sweep_task"]
 
 
 def deliver_task(context: Any, urls: list[str], **carried: Any) -> dict[str, Any]:
     """The delivery task's work: send ``urls`` (the rest of the parcel in the keyword
-    arguments); retries and held POSTs become new tasks (see the module)."""
+    arguments); retries and held POSTs become new tasks. On django-tasks-db it first
+    makes sure a sweep is scheduled (see the module)."""
     conf = get_settings()
     task_result = context.task_result
     runner = Runner("task", str(task_result.id), f"{TASK_QUEUE_PREFIX}{task_result.backend}")
+    if is_database(task_result.task.get_backend()):
+        _keep_sweeping(conf)
     with running(runner), _heartbeat(task_result):
         return run_delivery(
             Parcel.from_call((urls,), carried), conf=conf, carrier=TasksCarrier(conf)
@@ -86,7 +96,7 @@ class TasksCarrier:
 
 # --------------------------------------------------------------------------- dead workers
 
-#: The delivery tasks running in this process (never orphans to its own sweeper).
+#: The delivery tasks running in this process (never orphans to a sweep it runs).
 _running: set[str] = set()
 _HOST = socket.gethostname()[:255]
 
@@ -247,37 +257,80 @@ def resend_orphans(conf: IndexNowSettings | None = None) -> list[str]:
     return resent
 
 
-_sweeping = threading.Lock()
+def sweep_task() -> dict[str, Any]:
+    """The sweep task's work: send again the delivery tasks of dead workers
+    (:func:`resend_orphans`), then, while delivery tasks still run, schedule the next
+    sweep (:func:`schedule_sweep`).
+
+    Returns the ids of the tasks sent again (``resent``) and of the next sweep
+    (``next``: ``None`` when no delivery runs; the next one to start schedules a sweep).
+    Does nothing unless ``DISPATCH`` is ``"tasks"`` on django-tasks-db and ``ENABLED``.
+    """
+    conf = get_settings()
+    if not (conf.enabled and _tasks_here(conf) and is_database(backend(conf))):
+        return {"resent": [], "next": None}
+    try:
+        resent = resend_orphans(conf)
+    finally:  # a sweep that failed (its row says why) still has a successor
+        following = schedule_sweep(conf) if _deliveries_running(conf) else None
+    return {"resent": resent, "next": following}
 
 
-def watch_worker(command: Any) -> None:
-    """Called for each management command: ``db_worker`` gets a thread that sends again the
-    delivery tasks of dead workers every few seconds
-    (:func:`~indexnow_django.transports.heartbeat.sweep_every`), as long as it runs."""
-    if not is_db_worker(command):
-        return
-    if not _sweeping.acquire(blocking=False):
-        return  # one sweeper per process
+def schedule_sweep(conf: IndexNowSettings) -> str | None:
+    """Enqueue a sweep on ``TASKS["BACKEND"]`` and ``QUEUE_NAME``, due in
+    :func:`~indexnow_django.transports.heartbeat.sweep_every` seconds, unless one waits
+    there already; return its id (``None``: one waits). One query when one waits;
+    raises what the database raises.
 
-    def sweep() -> None:
-        from django.db import connections
+    Two workers that ask at the same moment may both enqueue one: a sweep that finds
+    another waiting schedules no successor, so they are soon one again.
+    """
+    from django_tasks_db.models import DBTaskResult
 
-        while True:
-            try:
-                conf = get_settings()
-                if conf.enabled and _tasks_here(conf):
-                    resend_orphans(conf)
-            except Exception:
-                logger.exception("IndexNow could not look for delivery tasks of dead workers")
-            finally:
-                connections.close_all()  # this thread's
-            time.sleep(sweep_every())
+    framework = tasks_framework()
+    assert framework is not None
+    waiting = DBTaskResult.objects.filter(
+        status=framework.status.READY,
+        task_path=SWEEP_TASK,
+        backend_name=conf.tasks_backend,
+        queue_name=conf.tasks_queue,
+    )
+    if waiting.exists():
+        return None
+    due = timezone.now() + datetime.timedelta(seconds=sweep_every())
+    return str(make_task("sweep", conf, due).enqueue().id)
 
-    threading.Thread(target=sweep, name="indexnow-task-sweeper", daemon=True).start()
+
+def _keep_sweeping(conf: IndexNowSettings) -> None:
+    """A delivery starts on django-tasks-db: make sure a sweep is scheduled. Never raises
+    (the delivery goes on; a sweep is scheduled by the next one)."""
+    try:
+        schedule_sweep(conf)
+    except Exception as exc:
+        logger.warning(
+            "IndexNow could not schedule the sweep for delivery tasks of dead workers (%s: %s)",
+            type(exc).__name__,
+            exc,
+        )
+
+
+def _deliveries_running(conf: IndexNowSettings) -> bool:
+    """Whether a delivery task runs on ``TASKS["BACKEND"]`` (the sweep is still needed)."""
+    from django_tasks_db.models import DBTaskResult
+
+    framework = tasks_framework()
+    assert framework is not None
+    return bool(
+        DBTaskResult.objects.filter(
+            status=framework.status.RUNNING,
+            task_path=DELIVERY_TASK,
+            backend_name=conf.tasks_backend,
+        ).exists()
+    )
 
 
 def _tasks_here(conf: IndexNowSettings) -> bool:
-    """Whether the chosen transport is django.tasks' (the worker then sweeps for it)."""
+    """Whether the chosen transport is django.tasks' (the sweep then works for it)."""
     from .. import chosen
     from . import TasksTransport
 
