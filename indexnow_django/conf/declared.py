@@ -36,6 +36,13 @@ class Problem:
 
 NON_FINITE_HINT = "NaN and infinity are not allowed: give a finite number."
 DISPATCH_MODES = ("auto", "queue", "sync", "tasks")
+#: The transport class of each resolved ``DISPATCH`` value, by dotted path (a site that
+#: never queues never imports rq's side).
+TRANSPORTS = {
+    "queue": "indexnow_django.transports.rq.RQTransport",
+    "tasks": "indexnow_django.transports.tasks.TasksTransport",
+    "sync": "indexnow_django.transports.sync.SyncTransport",
+}
 
 
 def where(*path: Any) -> str:

@@ -2,7 +2,8 @@
 
 The declared keys check themselves (:meth:`.declared.Key.problems`); here are the
 rules that need code (``KEY``, ``PREVIOUS_KEYS``, ``BASE_URL``, ``HOSTS``,
-``ENGINES``) and those that look at other Django settings or at two keys at once.
+``ENGINES``, ``DEBOUNCE["CACHE"]``, ``RETRY`` as a whole). What a transport needs
+of its own app's settings (``RQ_QUEUES``, ``TASKS``) is checked by the transport.
 """
 
 from __future__ import annotations
@@ -20,7 +21,17 @@ from django.utils.module_loading import import_string
 from ..protocol.client import resolve_engine
 from ..protocol.masking import mask_key
 from ..protocol.normalize import InvalidURL, normalize_host
-from .declared import DEFAULTS, KEYS, NESTED, Problem, is_absolute_url, is_number, is_whole, where
+from .declared import (
+    DEFAULTS,
+    KEYS,
+    NESTED,
+    TRANSPORTS,
+    Problem,
+    is_absolute_url,
+    is_number,
+    is_whole,
+    where,
+)
 
 KEY_RE = re.compile(r"^[A-Za-z0-9-]{8,128}$")
 
@@ -311,20 +322,6 @@ def _rule_debounce_cache(conf: Mapping[str, Any]) -> Iterator[Problem]:
         )
 
 
-def _rule_queue_in_rq_queues(conf: Mapping[str, Any]) -> Iterator[Problem]:
-    name = conf["QUEUE"]["NAME"]
-    if conf["DISPATCH"] == "queue" and isinstance(name, str):
-        rq_queues = getattr(django_settings, "RQ_QUEUES", {}) or {}
-        if name not in rq_queues:
-            yield Problem(
-                "indexnow.E014",
-                f"INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] {name!r} "
-                "is not in RQ_QUEUES.",
-                f"Add {name!r} to RQ_QUEUES, or set INDEXNOW['QUEUE']['NAME'] to one of: "
-                f"{', '.join(rq_queues) or '(none configured)'}.",
-            )
-
-
 def _rule_retry_overflow(conf: Mapping[str, Any]) -> Iterator[Problem]:
     attempts, multiplier = conf["RETRY"]["MAX_ATTEMPTS"], conf["RETRY"]["MULTIPLIER"]
     if is_whole(attempts) and attempts >= 1 and is_number(multiplier) and multiplier >= 1:
@@ -339,32 +336,6 @@ def _rule_retry_overflow(conf: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
-def _rule_tasks_backend(conf: Mapping[str, Any]) -> Iterator[Problem]:
-    backend = conf["TASKS"]["BACKEND"]
-    if conf["DISPATCH"] != "tasks" or not isinstance(backend, str):
-        return
-    from ..compat.tasks import tasks_framework
-
-    framework = tasks_framework()
-    if framework is None:
-        yield Problem(
-            "indexnow.E023",
-            "INDEXNOW['DISPATCH'] is 'tasks' but this Django has no django.tasks "
-            "(it came with Django 6.0) and the django-tasks backport is not installed.",
-            "pip install django-tasks, or use Django 6.0 or later.",
-        )
-        return
-    configured = list(framework.backends.settings)
-    if backend not in configured:
-        yield Problem(
-            "indexnow.E023",
-            f"INDEXNOW['DISPATCH'] is 'tasks' but INDEXNOW['TASKS']['BACKEND'] "
-            f"{backend!r} is not in settings.TASKS.",
-            f"Add {backend!r} to TASKS, or set INDEXNOW['TASKS']['BACKEND'] to one of: "
-            f"{', '.join(configured) or '(none configured)'}.",
-        )
-
-
 #: The rules of the keys of kind ``"code"``, run where the key is declared.
 #: ``PREVIOUS_KEYS`` is checked with ``KEY``.
 RULES: dict[tuple[str, ...], Rule] = {
@@ -374,9 +345,23 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("ENGINES",): _rule_engines,
     ("DEBOUNCE", "CACHE"): _rule_debounce_cache,
 }
-#: The rules of a nested dict that look beyond its keys, run after them.
+
+
+def _transport_rules(dispatch: str) -> Rule:
+    """The rules of the transport ``DISPATCH`` names, which look at its own app's settings
+    (:meth:`~indexnow_django.transports.base.Transport.settings_problems`)."""
+
+    def rule(conf: Mapping[str, Any]) -> Iterator[Problem]:
+        if conf["DISPATCH"] == dispatch:
+            yield from import_string(TRANSPORTS[dispatch]).settings_problems(conf)
+
+    return rule
+
+
+#: The rules of a nested dict that look beyond its keys, run after them: the queue's and
+#: the task backend's with their transports.
 NESTED_RULES: dict[str | None, Rule] = {
-    "QUEUE": _rule_queue_in_rq_queues,
+    "QUEUE": _transport_rules("queue"),
     "RETRY": _rule_retry_overflow,
-    "TASKS": _rule_tasks_backend,
+    "TASKS": _transport_rules("tasks"),
 }

@@ -20,17 +20,9 @@ from ..exceptions import IndexNowConfigError
 from ..protocol.client import RetryPolicy
 from ..protocol.masking import mask_keys
 from ..protocol.normalize import normalize_url
-from .declared import KEYS, Declared
+from .declared import KEYS, TRANSPORTS, Declared
 from .hosts import HostConfig, LiveHosts
 from .rules import merged, validate
-
-#: The transport class of each resolved ``DISPATCH`` value, by dotted path (a site that
-#: never queues never imports rq's side).
-TRANSPORTS = {
-    "queue": "indexnow_django.transports.rq.RQTransport",
-    "tasks": "indexnow_django.transports.tasks.TasksTransport",
-    "sync": "indexnow_django.transports.sync.SyncTransport",
-}
 
 
 class IndexNowSettings(Declared):

@@ -16,6 +16,7 @@ import hashlib
 import logging
 import math
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
-    from ..conf import IndexNowSettings
+    from ..conf import IndexNowSettings, Problem
     from ..findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
@@ -210,3 +211,10 @@ class Transport:
     def checks(self) -> list[CheckMessage]:
         """This transport's system checks (run with the package's)."""
         return []
+
+    @classmethod
+    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
+        """What is wrong in its own app's settings for ``conf`` (the merged ``INDEXNOW``
+        that selects it): errors of :func:`~indexnow_django.conf.validate`, so that the
+        settings are refused before anything is sent."""
+        return iter(())

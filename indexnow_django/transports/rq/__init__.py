@@ -20,7 +20,8 @@ between them).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
+    from ...conf import Problem
     from ...findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
@@ -171,6 +173,12 @@ class RQTransport(Transport):
         from .checks import rq_checks
 
         return rq_checks(self.conf)
+
+    @classmethod
+    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
+        from .checks import queue_problems
+
+        return queue_problems(conf)
 
     @property
     def describe(self) -> str:

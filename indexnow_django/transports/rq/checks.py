@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from django.apps import apps
+from django.conf import settings
 from django.core import checks
 
 from ...checks import StopsDelivery
-from ...conf import IndexNowSettings
+from ...conf import IndexNowSettings, Problem
 from .wiring import WORKER_CLASS_LINE, configured_worker_class, is_wired
 
-__all__ = ["rq_checks"]
+__all__ = ["queue_problems", "rq_checks"]
 
 
 def rq_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
@@ -42,3 +46,18 @@ def rq_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
             )
         )
     return messages
+
+
+def queue_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    """``indexnow.E014``: the queue is not in ``RQ_QUEUES`` (``conf``: the merged setting)."""
+    name = conf["QUEUE"]["NAME"]
+    if isinstance(name, str):
+        rq_queues = getattr(settings, "RQ_QUEUES", {}) or {}
+        if name not in rq_queues:
+            yield Problem(
+                "indexnow.E014",
+                f"INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] {name!r} "
+                "is not in RQ_QUEUES.",
+                f"Add {name!r} to RQ_QUEUES, or set INDEXNOW['QUEUE']['NAME'] to one of: "
+                f"{', '.join(rq_queues) or '(none configured)'}.",
+            )

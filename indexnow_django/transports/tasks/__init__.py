@@ -13,7 +13,8 @@ cannot take a flush, the URLs are sent from the web process.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ... import compat
 from ...compat.tasks import is_rq_backend
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
+    from ...conf import Problem
     from ...findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
@@ -139,6 +141,12 @@ class TasksTransport(Transport):
         from .checks import tasks_checks
 
         return tasks_checks(self.conf)
+
+    @classmethod
+    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
+        from .checks import backend_problems
+
+        return backend_problems(conf)
 
     @property
     def describe(self) -> str:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from django.core import checks
 
 from ...checks import StopsDelivery
-from ...conf import IndexNowSettings
+from ...compat.tasks import tasks_framework
+from ...conf import IndexNowSettings, Problem
 from .enqueue import backend, cannot_defer
 
-__all__ = ["tasks_checks"]
+__all__ = ["backend_problems", "tasks_checks"]
 
 
 def tasks_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
@@ -57,3 +61,29 @@ def tasks_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
             )
         )
     return messages
+
+
+def backend_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    """``indexnow.E023``: no task framework, or the backend is not in ``TASKS`` (``conf``:
+    the merged setting)."""
+    backend = conf["TASKS"]["BACKEND"]
+    if not isinstance(backend, str):
+        return
+    framework = tasks_framework()
+    if framework is None:
+        yield Problem(
+            "indexnow.E023",
+            "INDEXNOW['DISPATCH'] is 'tasks' but this Django has no django.tasks "
+            "(it came with Django 6.0) and the django-tasks backport is not installed.",
+            "pip install django-tasks, or use Django 6.0 or later.",
+        )
+        return
+    configured = list(framework.backends.settings)
+    if backend not in configured:
+        yield Problem(
+            "indexnow.E023",
+            f"INDEXNOW['DISPATCH'] is 'tasks' but INDEXNOW['TASKS']['BACKEND'] "
+            f"{backend!r} is not in settings.TASKS.",
+            f"Add {backend!r} to TASKS, or set INDEXNOW['TASKS']['BACKEND'] to one of: "
+            f"{', '.join(configured) or '(none configured)'}.",
+        )
