@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..delivery.inprocess import after_response, send_in_process
@@ -200,9 +201,21 @@ class Transport:
         """What becomes of a flush, for ``indexnow_check``'s dispatch line."""
         return "URLs are sent by the process that changed them, after the response; no retries"
 
+    # ------------------------------------------------------------ the operator's side
+    # A transport with a queue or a backend has a package of its own (``package``), whose
+    # ``checks`` module holds ``system_checks(conf)`` and ``settings_problems(conf)``, and
+    # whose ``diagnose`` module holds ``diagnose(diag, conf)``; imported when asked.
+
+    #: The package of the transport's ``checks`` and ``diagnose`` modules (``None``: it
+    #: has none, as the in-process transport).
+    package: ClassVar[str | None] = None
+
     def diagnose(self, diag: Diagnosis) -> list[str]:
         """Add this transport's findings to ``indexnow_check``'s ``diag`` (its queue or
         backend, workers, jobs); return the host names its workers run on, where known."""
+        if self.package is not None:
+            found: list[str] = import_module(f"{self.package}.diagnose").diagnose(diag, self.conf)
+            return found
         from ..findings import Status
 
         diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
@@ -210,11 +223,17 @@ class Transport:
 
     def checks(self) -> list[CheckMessage]:
         """This transport's system checks (run with the package's)."""
-        return []
+        if self.package is None:
+            return []
+        found: list[CheckMessage] = import_module(f"{self.package}.checks").system_checks(self.conf)
+        return found
 
     @classmethod
     def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
         """What is wrong in its own app's settings for ``conf`` (the merged ``INDEXNOW``
         that selects it): errors of :func:`~indexnow_django.conf.validate`, so that the
         settings are refused before anything is sent."""
-        return iter(())
+        if cls.package is None:
+            return iter(())
+        found: Iterator[Problem] = import_module(f"{cls.package}.checks").settings_problems(conf)
+        return found

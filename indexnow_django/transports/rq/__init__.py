@@ -20,8 +20,7 @@ between them).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -34,11 +33,7 @@ from .coalesce import add_to_window
 from .queue import enqueue_delivery, get_queue, schedule_once
 
 if TYPE_CHECKING:
-    from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
-
-    from ...conf import Problem
-    from ...findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
@@ -53,6 +48,7 @@ class RQTransport(Transport):
     """Parcels as django-rq jobs (see the module)."""
 
     name = "queue"
+    package = __name__
     forks_per_delivery = True
     again = "Requeue the job to try again."
 
@@ -163,22 +159,6 @@ class RQTransport(Transport):
                 f"{name!r}"
             )
         return f"each flush becomes a job on queue {name!r}"
-
-    def diagnose(self, diag: Diagnosis) -> list[str]:
-        from .diagnose import diagnose
-
-        return diagnose(diag, self.conf)
-
-    def checks(self) -> list[CheckMessage]:
-        from .checks import rq_checks
-
-        return rq_checks(self.conf)
-
-    @classmethod
-    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
-        from .checks import queue_problems
-
-        return queue_problems(conf)
 
     @property
     def describe(self) -> str:

@@ -13,10 +13,10 @@ from ...checks import StopsDelivery
 from ...conf import IndexNowSettings, Problem
 from .wiring import WORKER_CLASS_LINE, configured_worker_class, is_wired
 
-__all__ = ["queue_problems", "rq_checks"]
+__all__ = ["settings_problems", "system_checks"]
 
 
-def rq_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
+def system_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
     """``indexnow.W001``: ``RQ["WORKER_CLASS"]`` does not run each job in a unit of work, so
     saves made by jobs are not submitted (or it cannot be imported, so no worker starts:
     :class:`~indexnow_django.checks.StopsDelivery`).
@@ -48,7 +48,7 @@ def rq_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
     return messages
 
 
-def queue_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
+def settings_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
     """``indexnow.E014``: the queue is not in ``RQ_QUEUES`` (``conf``: the merged setting)."""
     name = conf["QUEUE"]["NAME"]
     if isinstance(name, str):

@@ -13,8 +13,7 @@ cannot take a flush, the URLs are sent from the web process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ... import compat
 from ...compat.tasks import is_rq_backend
@@ -31,11 +30,7 @@ from .enqueue import (
 )
 
 if TYPE_CHECKING:
-    from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
-
-    from ...conf import Problem
-    from ...findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
@@ -47,6 +42,7 @@ class TasksTransport(Transport):
     """Parcels as ``django.tasks`` tasks (see the module)."""
 
     name = "tasks"
+    package = __name__
 
     @property
     def forks_per_delivery(self) -> bool:  # type: ignore[override]
@@ -131,22 +127,6 @@ class TasksTransport(Transport):
             f"each flush becomes a task on backend {self.conf.tasks_backend!r} "
             f"(queue {self.conf.tasks_queue!r})"
         )
-
-    def diagnose(self, diag: Diagnosis) -> list[str]:
-        from .diagnose import diagnose
-
-        return diagnose(diag, self.conf)
-
-    def checks(self) -> list[CheckMessage]:
-        from .checks import tasks_checks
-
-        return tasks_checks(self.conf)
-
-    @classmethod
-    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
-        from .checks import backend_problems
-
-        return backend_problems(conf)
 
     @property
     def describe(self) -> str:

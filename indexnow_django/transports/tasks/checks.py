@@ -12,10 +12,10 @@ from ...compat.tasks import tasks_framework
 from ...conf import IndexNowSettings, Problem
 from .enqueue import backend, cannot_defer
 
-__all__ = ["backend_problems", "tasks_checks"]
+__all__ = ["settings_problems", "system_checks"]
 
 
-def tasks_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
+def system_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
     """What ``DISPATCH: "tasks"`` needs of its ``django.tasks`` backend.
 
     ``indexnow.W009``: the backend cannot defer a task (the ImmediateBackend):
@@ -63,7 +63,7 @@ def tasks_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
     return messages
 
 
-def backend_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
+def settings_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
     """``indexnow.E023``: no task framework, or the backend is not in ``TASKS`` (``conf``:
     the merged setting)."""
     backend = conf["TASKS"]["BACKEND"]
