@@ -10,13 +10,13 @@ processes without closing it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.core.cache import BaseCache
 
 from ...protocol.client import Engine
-from .claims import GONE, PUBLIC, Claim, engine_prefix, url_digest
+from .claims import GONE, PUBLIC, Claim, Terms, engine_prefix, url_digest
 
 __all__ = ["claim_through_cache_api", "settle_through_cache_api"]
 
@@ -26,15 +26,10 @@ def claim_through_cache_api(
     engine: Engine,
     urls: Sequence[str],
     gone: Collection[str],
-    *,
-    mode: str,
-    holder: str,
-    now: float,
-    ttl: int,
-    claim_ttl: int,
-    alive: Callable[[str], bool],
+    terms: Terms,
 ) -> Claim:
     """Claim ``urls`` as :func:`.redis_store.claim_on_redis` does, through the cache API."""
+    mode, holder, now, ttl, alive = terms.mode, terms.holder, terms.now, terms.ttl, terms.alive
     prefix = engine_prefix(engine)
     keys = {url: f"{prefix}{url_digest(url).hex()}" for url in urls}
     entries = cache.get_many(list(keys.values())) if mode != "force" else {}
@@ -75,8 +70,8 @@ def claim_through_cache_api(
         result.handles.append((token, side, 0))
         claims[f"{prefix}t:{token}"] = ("c", side, 0.0, holder)
         writes.update(dict.fromkeys((keys[url] for url in mine), token))
-    cache.set_many(claims, timeout=claim_ttl)
-    cache.set_many(writes, timeout=ttl + claim_ttl)
+    cache.set_many(claims, timeout=terms.claim_ttl)
+    cache.set_many(writes, timeout=ttl + terms.claim_ttl)
     return result
 
 

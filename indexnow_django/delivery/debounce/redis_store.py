@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from importlib.resources import files
 from typing import Any
 
 from ...protocol.client import Engine
-from .claims import GONE, PUBLIC, Claim
+from .claims import GONE, PUBLIC, Claim, Terms
 
 __all__ = ["EXPIRY_SLACK", "claim_on_redis", "claim_script", "digests", "settle_on_redis"]
 
@@ -58,18 +58,11 @@ def claim_on_redis(
     engine: Engine,
     urls: Sequence[str],
     gone: Collection[str],
-    *,
-    mode: str,
-    holder: str,
-    now: float,
-    ttl: int,
-    claim_ttl: int,
-    alive: Callable[[str], bool],
+    terms: Terms,
 ) -> Claim:
     """Claim ``urls`` (``gone`` those whose page is gone) in one script call per pass.
 
-    ``mode`` is ``claim``, ``force`` (every URL) or ``peek`` (read only). A
-    second pass runs only to take over the claims of holders that ``alive``
+    A second pass runs only to take over the claims of holders that ``terms.alive``
     says are dead.
     """
     pending: dict[str, list[str]] = {PUBLIC: list(urls), GONE: []}
@@ -83,12 +76,12 @@ def claim_on_redis(
             script,
             0,
             prefix,
-            int(now),
-            ttl,
-            ttl,
-            claim_ttl,
-            holder,
-            mode,
+            int(terms.now),
+            terms.ttl,
+            terms.ttl,
+            terms.claim_ttl,
+            terms.holder,
+            terms.mode,
             digests(pending[PUBLIC]),
             digests(pending[GONE]),
             EXPIRY_SLACK,
@@ -112,10 +105,9 @@ def claim_on_redis(
                 else:
                     result.debounced += 1
         holders = [_text(item) for item in reply[4]]
-        dead = [
-            token for token, who in zip(holders[::2], holders[1::2], strict=True) if not alive(who)
-        ]
-        if attempt or not dead or mode == "peek":
+        pairs = zip(holders[::2], holders[1::2], strict=True)
+        dead = [token for token, who in pairs if not terms.alive(who)]
+        if attempt or not dead or terms.mode == "peek":
             break
         # The holders of these claims died before settling them: free their URLs.
         client.delete(*(f"{prefix}t:{token}" for token in dead))

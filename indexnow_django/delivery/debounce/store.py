@@ -24,7 +24,7 @@ from ...protocol.client import Engine
 from ..breaker import guard
 from ..parcel import current_runner, holder_alive
 from .cache_store import claim_through_cache_api, settle_through_cache_api
-from .claims import Claim, engine_prefix
+from .claims import Claim, Terms, engine_prefix
 from .redis_store import claim_on_redis, settle_on_redis
 
 logger = logging.getLogger(__name__)
@@ -116,35 +116,13 @@ class DebounceStore:
         gone = gone if isinstance(gone, (set, frozenset)) else frozenset(gone)
         cache = self.cache
         target = redis_cache_client(cache)
-        holder, now = _holder(), self.clock()
+        terms = Terms(mode, _holder(), self.clock(), self.ttl, self.claim_ttl, self._alive)
         if target is None:
-            return claim_through_cache_api(
-                cache,
-                engine,
-                urls,
-                gone,
-                mode=mode,
-                holder=holder,
-                now=now,
-                ttl=self.ttl,
-                claim_ttl=self.claim_ttl,
-                alive=self._alive,
-            )
+            return claim_through_cache_api(cache, engine, urls, gone, terms)
         client, make_key = target
         with guard(client):
-            return claim_on_redis(
-                client,
-                make_key(engine_prefix(engine)),
-                engine,
-                urls,
-                gone,
-                mode=mode,
-                holder=holder,
-                now=now,
-                ttl=self.ttl,
-                claim_ttl=self.claim_ttl,
-                alive=self._alive,
-            )
+            prefix = make_key(engine_prefix(engine))
+            return claim_on_redis(client, prefix, engine, urls, gone, terms)
 
     def _settle(self, claim: Claim, *, accepted: bool) -> None:
         if not self.enabled or not claim.handles:
