@@ -529,6 +529,8 @@ class DeliveryAdmin(_ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "title": _("IndexNow freshness report"),
+            "crumb": _("Freshness report"),
+            "page_class": "indexnow-report",
             "opts": self.opts,
             "indexnow_admin": admin_markup(),
             "has_view_permission": True,
@@ -582,6 +584,8 @@ class DeliveryAdmin(_ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "title": _("Submit URLs to IndexNow"),
+            "crumb": _("Submit URLs"),
+            "page_class": "indexnow-submit",
             "opts": self.opts,
             **_form_context(form),
             "invalid": invalid,
