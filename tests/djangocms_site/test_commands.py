@@ -147,13 +147,9 @@ def test_without_djangocms_versioning_the_app_refuses_to_start(monkeypatch) -> N
     from django.apps import apps
     from django.core.exceptions import ImproperlyConfigured
 
-    from indexnow_django.contrib.djangocms import apps as integration
-
     installed = apps.is_installed
     monkeypatch.setattr(
-        integration.apps,
-        "is_installed",
-        lambda name: name != "djangocms_versioning" and installed(name),
+        apps, "is_installed", lambda name: name != "djangocms_versioning" and installed(name)
     )
     with pytest.raises(ImproperlyConfigured) as raised:
         apps.get_app_config("indexnow_djangocms").ready()

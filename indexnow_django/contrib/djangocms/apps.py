@@ -25,22 +25,16 @@ integration cannot follow a slug change there.
 from __future__ import annotations
 
 import datetime
-import logging
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core import checks
-from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, connection
 
+from .. import integration
 from ..sites import SiteHostsWatch
-
-logger = logging.getLogger(__name__)
-
-_UID = "indexnow_django.contrib.djangocms.apps"
+from .pages import site_hosts
 
 #: What the integration needs installed (before it).
 REQUIRED_APPS = ("django.contrib.sites", "cms", "djangocms_versioning", "indexnow_django")
@@ -76,49 +70,22 @@ def check_cms_version(**kwargs: Any) -> list[checks.CheckMessage]:
     ]
 
 
-def _site_hosts() -> list[str]:
-    from .pages import site_hosts
-
-    return list(site_hosts())
-
-
 #: The sites' hosts are part of the settings: they are read again when they change.
-SITES = SiteHostsWatch(_UID, _site_hosts)
+SITES = SiteHostsWatch("indexnow_django.contrib.djangocms.apps", site_hosts)
 
 
-class IndexNowDjangoCMSConfig(AppConfig):
+class IndexNowDjangoCMSConfig(integration.IntegrationConfig):
     name = "indexnow_django.contrib.djangocms"
     label = "indexnow_djangocms"
     verbose_name = "IndexNow for django CMS"
 
+    required_apps = REQUIRED_APPS
+    site_model = "sites.Site"
+    sites = SITES
+
     def ready(self) -> None:
-        for required in REQUIRED_APPS:
-            if not apps.is_installed(required):
-                raise ImproperlyConfigured(
-                    f"indexnow_django.contrib.djangocms needs {required!r} in INSTALLED_APPS "
-                    "(before it)."
-                )
-        from django.contrib.sites.models import Site
-
-        from . import handlers
-
-        handlers.connect()
+        super().ready()
         checks.register(check_cms_version, "indexnow", checks.Tags.compatibility)
-        SITES.connect(Site)
-
-    def indexnow_hosts(self) -> list[str]:
-        """Every site's domain; none while the sites' table does not exist yet."""
-        from django.contrib.sites.models import Site
-
-        try:
-            if Site._meta.db_table not in connection.introspection.table_names():
-                return []
-            from .pages import site_hosts
-
-            return site_hosts()
-        except DatabaseError:
-            logger.debug("IndexNow could not read the sites yet", exc_info=True)
-            return []
 
     def indexnow_diagnostics(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
         """``(section, status, message, data)`` for ``indexnow_check``: the sites, their pages."""

@@ -29,10 +29,8 @@ one flush, and nothing here raises into django CMS's code.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
-import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +39,7 @@ from django.db.models.signals import pre_delete
 
 from ...collector import collect
 from ...conf import is_enabled
+from ..integration import Pending, Receiver, Receivers, guard
 from .pages import LiveURLs, PageURLs
 
 # django CMS's models and signals are imported where they are used: this module
@@ -51,13 +50,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["connect", "disconnect"]
 
 
-@contextlib.contextmanager
-def _guard(what: str, pk: Any) -> Iterator[None]:
-    """Log, never raise, what goes wrong (django CMS's action carries on)."""
-    try:
-        yield
-    except Exception:
-        logger.exception("IndexNow could not %s page=%s; its URLs are not submitted", what, pk)
+#: Log, never raise, what goes wrong (django CMS's action carries on).
+_guard = functools.partial(guard, logger)
 
 
 def _using(instance: Any) -> str:
@@ -79,20 +73,9 @@ class _Before:
     published: bool = False
 
 
-#: Pages changed in the current transaction of each connection: their "before",
-#: keyed by ``(page pk, language or None)``, and a weak reference to the commit
-#: callback that settles them. A rollback drops the callback (and CPython frees
-#: it), which makes the entry stale.
-_pending: weakref.WeakKeyDictionary[Any, dict[Any, tuple[weakref.ref[Any], _Before]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _pending_before(connection: Any, key: Any) -> _Before | None:
-    entry = _pending.get(connection, {}).get(key)
-    if entry is None or entry[0]() is None:
-        return None
-    return entry[1]
+#: Pages changed in the current transaction of each connection, by
+#: ``(page pk, language or None)``.
+_pending: Pending[_Before] = Pending()
 
 
 def _follow(page: Any, language: str | None, using: str, *, subtree: bool, published: bool) -> None:
@@ -101,7 +84,7 @@ def _follow(page: Any, language: str | None, using: str, *, subtree: bool, publi
     if not connection.in_atomic_block:
         return  # django CMS's operations are atomic: only a bypass gets here
     key = (page.pk, language)
-    pending = _pending_before(connection, key)
+    pending = _pending.get(connection, key)
     urls = PageURLs(using)
     if pending is not None:
         pending.published = pending.published or published
@@ -116,15 +99,7 @@ def _follow(page: Any, language: str | None, using: str, *, subtree: bool, publi
         subtree,
         published,
     )
-    pages = _pending.setdefault(connection, {})
-    pk = page.pk
-
-    def indexnow_settle_page() -> None:
-        pages.pop(key, None)
-        _settle(pk, using, before)
-
-    pages[key] = (weakref.ref(indexnow_settle_page), before)
-    connection.on_commit(indexnow_settle_page, robust=True)
+    _pending.expect(connection, key, before, functools.partial(_settle, page.pk, using, before))
 
 
 def _settle(pk: Any, using: str, before: _Before) -> None:
@@ -219,10 +194,8 @@ def _before_delete(
 
 # Wiring ----------------------------------------------------------------------------
 
-_UID = "indexnow_django.contrib.djangocms"
 
-
-def _receivers() -> tuple[tuple[Any, Any, type[Any] | None, str], ...]:
+def _receivers() -> tuple[Receiver, ...]:
     from cms.models import Page, PageContent
     from cms.signals import pre_obj_operation
     from djangocms_versioning.signals import pre_version_operation
@@ -235,13 +208,6 @@ def _receivers() -> tuple[tuple[Any, Any, type[Any] | None, str], ...]:
     )
 
 
-def connect() -> None:
-    """Connect the handlers (the app's ``ready()`` calls this)."""
-    for signal, handler, sender, name in _receivers():
-        signal.connect(handler, sender=sender, dispatch_uid=f"{_UID}.{name}")
-
-
-def disconnect() -> None:
-    """Disconnect the handlers."""
-    for signal, _handler, sender, name in _receivers():
-        signal.disconnect(sender=sender, dispatch_uid=f"{_UID}.{name}")
+_RECEIVERS = Receivers("indexnow_django.contrib.djangocms", _receivers)
+connect = _RECEIVERS.connect
+disconnect = _RECEIVERS.disconnect

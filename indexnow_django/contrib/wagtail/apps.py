@@ -14,63 +14,26 @@ Two hooks that the core app looks for on installed apps' configs:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
-from django.apps import AppConfig, apps
-from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, connection
-
+from .. import integration
 from ..sites import SiteHostsWatch
-
-logger = logging.getLogger(__name__)
-
-_UID = "indexnow_django.contrib.wagtail.apps"
-
-
-def _site_hosts() -> list[str]:
-    from .pages import site_hosts
-
-    return list(site_hosts())
-
+from .pages import site_hosts
 
 #: The sites' hosts are part of the settings: they are read again when they change.
-SITES = SiteHostsWatch(_UID, _site_hosts)
+SITES = SiteHostsWatch("indexnow_django.contrib.wagtail.apps", site_hosts)
 
 
-class IndexNowWagtailConfig(AppConfig):
+class IndexNowWagtailConfig(integration.IntegrationConfig):
     name = "indexnow_django.contrib.wagtail"
     label = "indexnow_wagtail"
     verbose_name = "IndexNow for Wagtail"
 
-    def ready(self) -> None:
-        for required in ("wagtail", "indexnow_django"):
-            if not apps.is_installed(required):
-                raise ImproperlyConfigured(
-                    f"indexnow_django.contrib.wagtail needs {required!r} in INSTALLED_APPS "
-                    "(before it)."
-                )
-        from wagtail.models import Site
-
-        from . import handlers
-
-        handlers.connect()
-        SITES.connect(Site)
-
-    def indexnow_hosts(self) -> list[str]:
-        """Every Wagtail site's host; none while the sites' table does not exist yet."""
-        from wagtail.models import Site
-
-        try:
-            if Site._meta.db_table not in connection.introspection.table_names():
-                return []
-            from .pages import site_hosts
-
-            return site_hosts()
-        except DatabaseError:
-            logger.debug("IndexNow could not read the Wagtail sites yet", exc_info=True)
-            return []
+    required_apps = ("wagtail", "indexnow_django")
+    site_model = "wagtailcore.Site"
+    sites = SITES
+    sites_unreadable = "IndexNow could not read the Wagtail sites yet"
 
     def indexnow_report_urls(self) -> Iterator[tuple[str, str]]:
         """``("Wagtail pages", url)`` for each public page's URLs, for ``indexnow_report``."""

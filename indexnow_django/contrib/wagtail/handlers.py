@@ -32,11 +32,8 @@ commit, and a rollback drops them. Nothing here raises into Wagtail's code.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
-import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +42,7 @@ from django.db.models.signals import post_delete, post_save, pre_delete, pre_sav
 
 from ...collector import collect
 from ...conf import is_enabled
+from ..integration import Pending, Receiver, Receivers, guard
 from .pages import PageURLs
 
 if TYPE_CHECKING:
@@ -62,13 +60,8 @@ __all__ = ["connect", "disconnect"]
 URL_FIELDS = frozenset({"live", "slug", "url_path", "path", "depth"})
 
 
-@contextlib.contextmanager
-def _guard(what: str, pk: Any) -> Iterator[None]:
-    """Log, never raise, what goes wrong (Wagtail's action carries on)."""
-    try:
-        yield
-    except Exception:
-        logger.exception("IndexNow could not %s page=%s; its URLs are not submitted", what, pk)
+#: Log, never raise, what goes wrong (Wagtail's action carries on).
+_guard = functools.partial(guard, logger)
 
 
 def _using(instance: Any, using: str | None = None) -> str:
@@ -88,31 +81,13 @@ class _Before:
     descendants: list[str] | None = None
 
 
-#: Pages saved in the current transaction of each connection: their "before",
-#: and a weak reference to the commit callback that settles them. A rollback
-#: drops the callback (and CPython frees it), which makes the entry stale.
-_pending: weakref.WeakKeyDictionary[Any, dict[Any, tuple[weakref.ref[Any], _Before]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _pending_before(connection: Any, pk: Any) -> _Before | None:
-    entry = _pending.get(connection, {}).get(pk)
-    if entry is None or entry[0]() is None:
-        return None
-    return entry[1]
+#: Pages saved in the current transaction of each connection, by primary key.
+_pending: Pending[_Before] = Pending()
 
 
 def _expect(connection: Any, using: str, pk: Any, before: _Before) -> None:
     """Settle page ``pk`` against ``before`` once the current transaction commits."""
-    pages = _pending.setdefault(connection, {})
-
-    def indexnow_settle_page() -> None:
-        pages.pop(pk, None)
-        _settle(pk, using, before)
-
-    pages[pk] = (weakref.ref(indexnow_settle_page), before)
-    connection.on_commit(indexnow_settle_page, robust=True)
+    _pending.expect(connection, pk, before, functools.partial(_settle, pk, using, before))
 
 
 def _before_save(
@@ -134,7 +109,7 @@ def _before_save(
     if not connection.in_atomic_block:
         return  # Page.save() is atomic: only a save that bypasses it gets here
     with _guard("read the stored state of", instance.pk):
-        pending = _pending_before(connection, instance.pk)
+        pending = _pending.get(connection, instance.pk)
         if pending is not None and pending.descendants is not None:
             return  # saved before in this transaction: that "before" stands
         stored = Page.objects.using(using).filter(pk=instance.pk).first()
@@ -180,9 +155,9 @@ def _after_save(
 
 
 def _settle(pk: Any, using: str, before: _Before) -> None:
+    """After the commit: submit the page's URLs that changed side, and its descendants'."""
     from wagtail.models import Page
 
-    """After the commit: submit the page's URLs that changed side, and its descendants'."""
     with _guard("submit the changes of", pk):
         page = Page.objects.using(using).filter(pk=pk).first()
         urls = PageURLs(using)
@@ -291,10 +266,8 @@ def _public_again(path: str, using: str) -> None:
 
 # Wiring ----------------------------------------------------------------------------
 
-_UID = "indexnow_django.contrib.wagtail"
 
-
-def _receivers() -> tuple[tuple[Any, Any, type[Any] | None, str], ...]:
+def _receivers() -> tuple[Receiver, ...]:
     from wagtail.models import Page, PageViewRestriction
     from wagtail.signals import page_published
 
@@ -310,13 +283,6 @@ def _receivers() -> tuple[tuple[Any, Any, type[Any] | None, str], ...]:
     )
 
 
-def connect() -> None:
-    """Connect the handlers (the app's ``ready()`` calls this)."""
-    for signal, handler, sender, name in _receivers():
-        signal.connect(handler, sender=sender, dispatch_uid=f"{_UID}.{name}")
-
-
-def disconnect() -> None:
-    """Disconnect the handlers."""
-    for signal, _handler, sender, name in _receivers():
-        signal.disconnect(sender=sender, dispatch_uid=f"{_UID}.{name}")
+_RECEIVERS = Receivers("indexnow_django.contrib.wagtail", _receivers)
+connect = _RECEIVERS.connect
+disconnect = _RECEIVERS.disconnect
