@@ -164,8 +164,15 @@ class RQCarrier:
     def put_back(self, parcel: Parcel, delay: float) -> str:
         """Into the outbox of its engine (:mod:`.coalesce`), due in ``delay`` seconds, where
         it goes out with whatever else waits for that engine; a job of its own when
-        ``QUEUE["COALESCE"]`` is 0 or the parcel ignores the debounce store."""
-        if self.conf.queue_coalesce <= 0 or parcel.force or not self.queue.is_async:
+        ``QUEUE["COALESCE"]`` is 0, the parcel ignores the debounce store, or it is a
+        retry (an outbox keeps no attempt count: merged there, a retry would start its
+        count over, and an engine that fails for ever would be asked for ever)."""
+        if (
+            self.conf.queue_coalesce <= 0
+            or parcel.force
+            or parcel.attempt > 1
+            or not self.queue.is_async
+        ):
             return self.send_later(parcel, delay)
         from .coalesce import add_to_window
 
