@@ -7,6 +7,7 @@ between tests.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -54,6 +55,26 @@ def _fresh_state() -> Iterator[None]:
     breaker.reset()
 
 
+@pytest.fixture(autouse=True)
+def _indexnow_mark(request: pytest.FixtureRequest) -> None:
+    """``@pytest.mark.indexnow(DISPATCH="sync")`` on a test, a class or a module: what it
+    needs of ``INDEXNOW`` beyond the shipped defaults the suite runs with, merged over
+    them (a nested dict key by key; the closest mark wins). The processes the test
+    starts (a command, a server) get them too."""
+    marks = list(request.node.iter_markers("indexnow"))
+    if not marks:
+        return
+    settings = request.getfixturevalue("settings")
+    merged, changes = dict(settings.INDEXNOW), {}
+    for mark in reversed(marks):  # the module's first, the test's last
+        for name, value in mark.kwargs.items():
+            current = merged.get(name)
+            merged[name] = {**current, **value} if isinstance(current, dict) else value
+            changes[name] = merged[name]
+    settings.INDEXNOW = merged
+    request.getfixturevalue("monkeypatch").setenv("INDEXNOW_TEST_OVERRIDES", json.dumps(changes))
+
+
 @pytest.fixture
 def engine() -> LoopbackEngine:
     """The loopback IndexNow engine every test's ``ENGINES`` points at."""
@@ -73,8 +94,8 @@ def indexnow_settings(settings: Any) -> Any:
 
 @pytest.fixture
 def history_on(indexnow_settings: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """POSTs recorded in the database (off elsewhere in the suite), and this process
-    has not purged old records yet. Returns the overrides, for a worker too."""
+    """POSTs recorded in the database (the default, said for the workers a test starts
+    too), and this process has not purged old records yet. Returns the overrides."""
     from indexnow_django.delivery import history
 
     monkeypatch.setattr(history, "_last_purge", None)

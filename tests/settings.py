@@ -154,17 +154,7 @@ INDEXNOW = {
     "KEY": "test-key-0123456789",
     "BASE_URL": "https://www.example.com",
     "ENGINES": [ENGINE_URL],
-    "DISPATCH": "sync",
     "HTTP": {"TIMEOUT": 3},
-    # Recording POSTs in the database is turned on by the tests that look at it:
-    # elsewhere, worker processes writing to the shared SQLite file would wait
-    # for the test's own transaction.
-    "HISTORY": {"ENABLED": False},
-    # Finished delivery jobs are kept for the tests that read them (the default
-    # keeps none); a test that sets QUEUE gets the default.
-    "QUEUE": {"RESULT_TTL": 600},
-    # The loopback engine takes any rate; the throttle's tests set one.
-    "THROTTLE": {"MAX_REQUESTS_PER_MINUTE": None},
 }
 INDEXNOW.update(json.loads(os.environ.get("INDEXNOW_TEST_OVERRIDES", "{}")))
 

@@ -17,7 +17,9 @@ from indexnow_django.delivery.send import deliver_now
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
 from indexnow_django.testing import Reply
+from indexnow_django.transports.rq.queue import META_BATCH_ID
 from tests.conftest import make_delivery
+from tests.needs import AT_ONCE, ONE_JOB
 from tests.rqhelpers import failed_ids, only_queued_job, wait_for_status
 from tests.testapp.models import Post
 
@@ -27,6 +29,8 @@ LIST = "/admin/indexnow/delivery/"
 SUBMIT = "/admin/indexnow/delivery/submit/"
 A = "https://www.example.com/a/"
 B = "https://www.example.com/b/"
+#: On the tests of a site that sends from the web process (``DISPATCH: "sync"``).
+IN_PROCESS = pytest.mark.indexnow(**AT_ONCE)
 
 
 def staff(client: Client, *perms: str, name: str = "editor") -> User:
@@ -212,7 +216,7 @@ def test_the_detail_shows_the_urls_and_the_answer(client, engine, history_on):
 def test_a_rejected_job_links_to_the_failed_job_in_django_rq(
     client, engine, indexnow_settings, history_on, start_worker, redis_conn
 ):
-    overrides = {**history_on, "DISPATCH": "queue", "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600}}
+    overrides = {**history_on, **ONE_JOB}
     indexnow_settings(**overrides)
     engine.queue_replies(Reply(422, body="Unprocessable Entity"))
     dispatch(["/a/"])
@@ -221,7 +225,7 @@ def test_a_rejected_job_links_to_the_failed_job_in_django_rq(
     wait_for_status(redis_conn, [job.id], ["failed"])
     assert failed_ids(redis_conn) == [job.id]
 
-    record = Delivery.objects.get()
+    record = Delivery.objects.get(batch_id=job.meta[META_BATCH_ID])
     assert (record.job_id, record.queue, record.outcome) == (job.id, "default", "rejected")
     staff(client, "indexnow.view_delivery")
     html = client.get(f"{LIST}{record.pk}/change/").content.decode()
@@ -238,6 +242,7 @@ def test_a_rejected_job_links_to_the_failed_job_in_django_rq(
 # --------------------------------------------------------------------------- Send again
 
 
+@IN_PROCESS
 def test_send_again_posts_the_selected_urls_again_ignoring_the_debounce_store(
     client, engine, history_on
 ):
@@ -273,6 +278,7 @@ def test_send_again_through_the_queue_makes_one_job(
 # --------------------------------------------------------------------------- Submit URLs
 
 
+@IN_PROCESS
 def test_the_submit_page_sends_valid_lines_and_reports_invalid_ones_by_number(client, engine):
     staff(client, "indexnow.submit_urls")
     text = "\n".join(
@@ -308,6 +314,7 @@ def test_the_submit_page_with_nothing_valid_sends_nothing(client, engine):
     assert engine.posts == []
 
 
+@IN_PROCESS
 def test_the_submit_page_honours_the_debounce_store_unless_told(client, engine):
     staff(client, "indexnow.submit_urls")
     deliver_now(["/a/"])
@@ -357,6 +364,7 @@ def test_a_post_never_accepted_says_so(client):
     assert 'id="indexnow-submit-now"' not in html  # no submit_urls permission
 
 
+@IN_PROCESS
 def test_submit_now_sends_the_objects_urls_ignoring_the_debounce_store(client, engine):
     post = published_post()
     engine.reset()

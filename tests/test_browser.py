@@ -30,7 +30,11 @@ from django.contrib.auth.models import User
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
 from indexnow_django.protocol.client import endpoint_name
+from tests.needs import AT_ONCE
 from tests.testapp.models import Post
+
+# The deliveries the pages show are made here, in process, as the test makes them.
+pytestmark = pytest.mark.indexnow(**AT_ONCE)
 
 ROOT = Path(__file__).resolve().parents[1]
 A = "https://www.example.com/browser/first-post/"

@@ -20,6 +20,7 @@ from django.core.management import call_command
 
 from indexnow_django.protocol.normalize import InvalidURL, canonical_lines, host_of, normalize_entry
 from indexnow_django.testing import LoopbackEngine
+from tests.needs import UNTHROTTLED
 
 BASE = "https://www.example.com"
 HOSTS = frozenset({"www.example.com", "blog.example.com", "example.com:8443", "under_score.org"})
@@ -138,6 +139,7 @@ def submit(*args: str) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
+@pytest.mark.indexnow(**UNTHROTTLED)  # what is read, not how fast it goes out
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_file_of_canonical_blocks_and_other_lines_is_read_as_line_by_line(
     engine: LoopbackEngine,

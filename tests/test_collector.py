@@ -22,18 +22,18 @@ from django.db import transaction
 
 from indexnow_django import batch, submit
 from indexnow_django.collector import COMMAND_HOLD, current
+from tests.needs import AT_ONCE
 from tests.services import django_env, run_django
 from tests.testapp.models import Page, Post
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Each flush is sent at once, in process (in the commands' processes too).
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.indexnow(**AT_ONCE, DEBOUNCE={"TTL": 0}),
+]
 
 BASE = "https://www.example.com"
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def _no_debounce(indexnow_settings: Any) -> None:
-    indexnow_settings(DEBOUNCE={"TTL": 0})
 
 
 @pytest.fixture
@@ -213,7 +213,9 @@ def test_manage_py_command_flushes_once(engine: Any) -> None:
 
 
 def command_env(**overrides: Any) -> dict[str, str]:
-    return django_env(INDEXNOW_TEST_OVERRIDES=json.dumps(overrides))
+    """The environment of a command process: this module's settings, and ``overrides``."""
+    marked = json.loads(os.environ.get("INDEXNOW_TEST_OVERRIDES", "{}"))
+    return django_env(INDEXNOW_TEST_OVERRIDES=json.dumps({**marked, **overrides}))
 
 
 @pytest.mark.slow
@@ -335,7 +337,8 @@ def test_with_command_units_off_a_command_is_no_unit_and_each_save_flushes_as_it
 
 def test_manage_py_with_command_units_off_flushes_each_save(engine: Any) -> None:
     """The real start: a process of its own, ``COMMAND_UNITS`` off in its settings."""
-    result = run_django("make_pages", "3", INDEXNOW_TEST_OVERRIDES='{"COMMAND_UNITS": false}')
+    overrides = command_env(COMMAND_UNITS=False)["INDEXNOW_TEST_OVERRIDES"]
+    result = run_django("make_pages", "3", INDEXNOW_TEST_OVERRIDES=overrides)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "created 3 pages\n"
     assert sorted(p.urls[0] for p in engine.posts) == [f"{BASE}/made/{n}/" for n in range(3)]

@@ -654,19 +654,30 @@ def test_file_cache_warns_when_a_worker_runs_on_another_machine(
     line(output, "WARN", "which workers on worker-box-2 cannot share")
 
 
+@pytest.mark.parametrize(
+    ("dispatch", "warning"),
+    [
+        ("auto", "which keeps nothing: nothing is debounced, even with a single worker"),
+        ("sync", "stores nothing, so nothing is debounced"),
+    ],
+)
 def test_dummy_cache_warns_that_nothing_is_debounced(
-    settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
+    dispatch: str,
+    warning: str,
+    settings: Any,
+    indexnow_settings: Callable[..., Any],
+    run_check: Any,
 ) -> None:
     settings.CACHES = {
         **settings.CACHES,
         "none": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"},
     }
-    indexnow_settings(DEBOUNCE={"CACHE": "none"})
+    indexnow_settings(DISPATCH=dispatch, DEBOUNCE={"CACHE": "none"})
 
     output, error = run_check("--offline")
 
     assert error is None, output
-    line(output, "WARN", "stores nothing, so nothing is debounced")
+    line(output, "WARN", warning)
 
 
 def test_disabled_and_dry_run_warn(indexnow_settings: Callable[..., Any], run_check: Any) -> None:

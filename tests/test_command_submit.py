@@ -27,8 +27,13 @@ from rq import Queue
 
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests import services
+from tests.needs import UNTHROTTLED
 from tests.services import run_django
 from tests.testapp.models import Page, Post
+
+# What the command sends, not how it paces it: a command waiting for the throttle, and
+# saying so, is in tests/test_throttle.py.
+pytestmark = pytest.mark.indexnow(**UNTHROTTLED)
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "https://www.example.com"
@@ -962,11 +967,12 @@ def test_changed_since_last_accepted_reads_the_history(
 
 
 @pytest.mark.django_db
-def test_changed_since_errors(engine: LoopbackEngine) -> None:
+def test_changed_since_errors(engine: LoopbackEngine, indexnow_settings: Any) -> None:
     with pytest.raises(CommandError, match="--changed-since goes with --sitemap"):
         submit("/a/", "--changed-since", "1d")
     with pytest.raises(CommandError, match=r"--changed-since yesterday: give a duration"):
         submit("--sitemap", "tests.testapp.sitemaps.dated", "--changed-since", "yesterday")
+    indexnow_settings(HISTORY={"ENABLED": False})
     with pytest.raises(CommandError, match=r"last-accepted reads the history"):
         submit("--sitemap", "tests.testapp.sitemaps.dated", "--changed-since", "last-accepted")
     assert engine.posts == []

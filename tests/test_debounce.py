@@ -16,6 +16,7 @@ from indexnow_django.conf import get_settings
 from indexnow_django.delivery.debounce import DebounceStore
 from indexnow_django.protocol.client import Engine
 from indexnow_django.testing import Reply
+from tests.needs import ONE_JOB
 
 URLS = [f"https://www.example.com/{i}/" for i in range(100)]
 BING = Engine("bing", "https://www.bing.com/indexnow")
@@ -257,7 +258,9 @@ def test_a_url_sent_in_the_previous_window_is_debounced_until_its_ttl_ends(store
 
 # Real workers ---------------------------------------------------------------
 
-WORKER_SETTINGS = {"DISPATCH": "queue", "DEBOUNCE": {"CACHE": "shared", "TTL": 600}}
+#: These tests follow the jobs of a worker's flushes (``ONE_JOB``), debounced in the cache
+#: every process shares.
+WORKER_SETTINGS = {**ONE_JOB, "DEBOUNCE": {"CACHE": "shared", "TTL": 600}}
 
 
 def children(pid: int) -> set[int]:

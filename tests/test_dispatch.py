@@ -25,6 +25,7 @@ from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq.queue import META_ATTEMPT, META_BATCH_ID
+from tests.needs import AT_ONCE
 from tests.rqhelpers import (
     FAST_RETRY,
     exc_string,
@@ -35,6 +36,9 @@ from tests.rqhelpers import (
     queue_job_ids,
 )
 from tests.services import free_port
+
+#: On the tests of ``DISPATCH: "sync"``: sent in process, and at once.
+SYNC = pytest.mark.indexnow(**AT_ONCE)
 
 A = "https://www.example.com/a/"
 B = "https://www.example.com/b/"
@@ -144,6 +148,7 @@ def test_disabled_gives_no_job(indexnow_settings, redis_conn, engine):
 # Sync mode -------------------------------------------------------------------
 
 
+@SYNC
 def test_sync_without_response_sends_now(engine, caplog):
     with caplog.at_level(logging.INFO, logger="indexnow_django"):
         dispatch(["/a/"])
@@ -152,6 +157,7 @@ def test_sync_without_response_sends_now(engine, caplog):
     assert line.endswith("mode=sync count=1 when=now")
 
 
+@SYNC
 def test_sync_with_response_sends_when_the_response_is_closed(engine):
     response = HttpResponse("ok")
     dispatch(["/a/"], response=response)
@@ -160,6 +166,7 @@ def test_sync_with_response_sends_when_the_response_is_closed(engine):
     assert engine.posted_urls() == [A]
 
 
+@SYNC
 def test_each_response_sends_only_its_own_urls(engine):
     first, second = HttpResponse("1"), HttpResponse("2")
     dispatch(["/a/"], response=first)
@@ -170,6 +177,7 @@ def test_each_response_sends_only_its_own_urls(engine):
     assert engine.posted_urls() == [B, A]
 
 
+@SYNC
 def test_sync_does_not_retry_and_logs(engine, caplog):
     engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))
     with caplog.at_level(logging.INFO, logger="indexnow_django"):
@@ -184,6 +192,7 @@ def test_sync_does_not_retry_and_logs(engine, caplog):
     )
 
 
+@SYNC
 def test_sync_rejection_logs_the_hint_and_key_file(engine, caplog):
     engine.queue_replies(Reply(403))
     with caplog.at_level(logging.WARNING, logger="indexnow_django"):
@@ -200,6 +209,7 @@ def view_submitting(request: HttpRequest) -> HttpResponse:
 urlpatterns = [path("submit/", view_submitting)]
 
 
+@SYNC
 @pytest.mark.urls(__name__)
 def test_a_request_in_sync_mode_posts_after_its_response(client, engine):
     response = client.get("/submit/")

@@ -12,7 +12,11 @@ import pytest
 from indexnow_django.dispatch import dispatch
 from indexnow_django.protocol.client import endpoint_name
 from indexnow_django.testing import LoopbackEngine, Reply
+from tests.needs import AT_ONCE, ONE_JOB
 from tests.rqhelpers import FAST_RETRY, failed_ids, wait_for_count
+
+# The flushes here are sent at once, in process, unless a test says otherwise.
+pytestmark = pytest.mark.indexnow(**AT_ONCE)
 
 FORBIDDEN = Reply(403, body="Key not valid")
 BUSY = Reply(429, body="Too Many Requests")
@@ -155,9 +159,8 @@ def test_workers_share_the_count_and_one_of_them_writes_the_line(
 ) -> None:
     overrides = {
         **shared_cache,
-        "DISPATCH": "queue",
+        **ONE_JOB,  # a job, and a POST, per flush
         "RETRY": dict(FAST_RETRY),
-        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # a job, and a POST, per flush
     }
     indexnow_settings(**overrides)
     engine.queue_replies(*[FORBIDDEN] * 6)

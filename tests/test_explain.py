@@ -205,11 +205,20 @@ def test_the_text_output_reads_top_down(engine: LoopbackEngine) -> None:
         f"    {BASE}/posts/hello/: host www.example.com allowed, key test…6789, "
         f"key file {BASE}/test…6789.txt"
     ) in lines
-    assert "  Last deliveries: the history is off (HISTORY['ENABLED'])" in lines
+    assert "  Last deliveries: none in the history" in lines
     assert (
         lines[-1] == f"    - a save now: 1 URL(s) would be sent to 127.0.0.1:{engine.port}/indexnow"
     )
     assert engine.posts == []
+
+
+@pytest.mark.indexnow(HISTORY={"ENABLED": False})
+def test_without_the_history_it_says_it_cannot_list_deliveries() -> None:
+    obj = post()
+
+    assert "  Last deliveries: the history is off (HISTORY['ENABLED'])" in (
+        text("testapp.Post", str(obj.pk)).splitlines()
+    )
 
 
 def test_errors_name_the_model_or_the_object() -> None:

@@ -21,9 +21,11 @@ from indexnow_django.dispatch import dispatch
 from indexnow_django.protocol.client import endpoint_name
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests.conftest import make_delivery
+from tests.needs import AT_ONCE, ONE_JOB
 from tests.test_admin import LIST, staff
 
-pytestmark = pytest.mark.django_db
+# The flushes here are sent at once, in process: each is recorded when it returns.
+pytestmark = [pytest.mark.django_db, pytest.mark.indexnow(**AT_ONCE)]
 
 HOST = "www.example.com"
 
@@ -139,6 +141,7 @@ def test_a_host_and_engine_without_posts_say_so(engine: LoopbackEngine, history_
     assert finding["data"]["failures"] == 0
 
 
+@pytest.mark.indexnow(HISTORY={"ENABLED": False})
 def test_without_the_history_the_check_says_it_cannot_tell(engine: LoopbackEngine) -> None:
     output, error = run_check()
 
@@ -247,9 +250,8 @@ def test_a_worker_with_five_403s_fails_the_check(
 
     overrides = {
         **history_on,
-        "DISPATCH": "queue",
+        **ONE_JOB,  # a job, and a POST, per flush
         "DEBOUNCE": {"CACHE": "shared", "TTL": 600},
-        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # a job, and a POST, per flush
     }
     indexnow_settings(**overrides)
     engine.queue_replies(*[Reply(403, body="Key not valid")] * 5)

@@ -16,8 +16,10 @@ from indexnow_django.delivery.send import deliver_now
 from indexnow_django.models import Delivery
 from indexnow_django.testing import Reply
 from tests.conftest import make_delivery
+from tests.needs import AT_ONCE
 
-pytestmark = pytest.mark.django_db
+# The POSTs here are made at once, in process: each is recorded when it returns.
+pytestmark = [pytest.mark.django_db, pytest.mark.indexnow(**AT_ONCE)]
 
 
 def test_each_post_is_recorded_with_what_the_engine_answered(engine, history_on):

@@ -31,6 +31,7 @@ from indexnow_django.exceptions import SubmissionRejected
 from indexnow_django.jobs import deliver
 from indexnow_django.testing import LoopbackEngine, Reply
 from indexnow_django.transports.rq.queue import META_ATTEMPT, META_BATCH_ID
+from tests.needs import ONE_JOB
 from tests.rqhelpers import (
     FAST_RETRY,
     FAST_SWEEP,
@@ -58,16 +59,10 @@ SLACK = 2.3
 
 
 def queue_settings(indexnow_settings: Any, **changes: Any) -> dict[str, Any]:
-    """Queue dispatch with fast retries, here and (returned) for the worker; a job per flush
-    (``QUEUE["COALESCE"]`` 0): these tests follow the job that a flush makes."""
-    # Finished jobs kept for the tests that read them, as the suite's settings keep them.
-    queue = {"COALESCE": 0, "RESULT_TTL": 600, **changes.pop("QUEUE", {})}
-    overrides: dict[str, Any] = {
-        "DISPATCH": "queue",
-        "RETRY": dict(FAST_RETRY),
-        "QUEUE": queue,
-        **changes,
-    }
+    """Queue dispatch with fast retries, here and (returned) for the worker; these tests
+    follow the job that a flush makes (``ONE_JOB``)."""
+    queue = {**ONE_JOB["QUEUE"], **changes.pop("QUEUE", {})}
+    overrides: dict[str, Any] = {**ONE_JOB, "RETRY": dict(FAST_RETRY), "QUEUE": queue, **changes}
     indexnow_settings(**overrides)
     return overrides
 

@@ -8,6 +8,7 @@ import pytest
 from indexnow_django.conf import get_settings
 from indexnow_django.protocol.masking import mask_key, mask_keys, mask_url, mask_url_in
 from indexnow_django.testing import Reply
+from tests.needs import ONE_JOB
 
 KEY = "abcd0123456789efwxyz"
 
@@ -104,9 +105,8 @@ def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
     from tests.rqhelpers import exc_string, only_queued_job, wait_for_batch
 
     overrides = {
-        "DISPATCH": "queue",
+        **ONE_JOB,  # the flush's own job fails
         "ENGINES": [engine_with_credentials(engine)],
-        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # the flush's own job fails
     }
     indexnow_settings(**overrides)
     engine.queue_replies(forbidden())
@@ -128,6 +128,7 @@ def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
     assert_no_secret("\n".join(r.getMessage() for r in caplog.records), "the log records")
 
 
+@pytest.mark.django_db(transaction=True)  # the POST is recorded in the history
 def test_a_403_in_process_logs_no_key_and_no_engine_credentials(engine, indexnow_settings, caplog):
     from indexnow_django import submit
     from indexnow_django.collector import batch

@@ -13,17 +13,18 @@ from django.http import HttpRequest, HttpResponse
 from django.test import AsyncClient, Client, RequestFactory
 
 from indexnow_django.middleware import IndexNowMiddleware
+from tests.needs import AT_ONCE
 from tests.testapp import views
 from tests.testapp.models import Page, Post
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.urls("tests.testapp.urls")]
+# A request's flush is sent at once, in process: the engine has it when the response is done.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.urls("tests.testapp.urls"),
+    pytest.mark.indexnow(**AT_ONCE, DEBOUNCE={"TTL": 0}),
+]
 
 BASE = "https://www.example.com"
-
-
-@pytest.fixture(autouse=True)
-def _no_debounce(indexnow_settings: Any) -> None:
-    indexnow_settings(DEBOUNCE={"TTL": 0})
 
 
 @pytest.fixture

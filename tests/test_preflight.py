@@ -15,10 +15,12 @@ from indexnow_django.delivery.preflight import _says_noindex, reason_to_skip
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
 from indexnow_django.testing import LoopbackEngine
+from tests.needs import AT_ONCE, ONE_JOB
 from tests.testapp.models import Post
 from tests.urls_preflight import RENDERED
 
-pytestmark = pytest.mark.django_db
+# The flushes here are sent at once, in process, unless a test says otherwise.
+pytestmark = [pytest.mark.django_db, pytest.mark.indexnow(**AT_ONCE)]
 
 BASE = "https://www.example.com"
 SLUGS = ["plain", "noindex-meta", "noindex-header", "canonical-copy", "broken", "moved"]
@@ -241,9 +243,8 @@ def test_a_worker_renders_the_pages_of_a_flush_and_sends_only_the_plain_one(
     settings.ROOT_URLCONF = PREFLIGHT_SITE["ROOT_URLCONF"]
     overrides = {
         **history_on,
-        "DISPATCH": "queue",
+        **ONE_JOB,  # the flush's own job
         "PREFLIGHT": {"ENABLED": True},
-        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # the flush's own job
     }
     indexnow_settings(**overrides)
     # One flush: the saves of a unit of work.

@@ -1,7 +1,7 @@
 """Bulk operations that Django runs without signals, and ``submit_objects()``.
 
-The test settings send synchronously to the loopback engine: each flush is
-one POST the engine received (debouncing off, so a URL sent twice shows twice).
+These tests send at once, in process, to the loopback engine (``AT_ONCE``): each
+flush is one POST the engine received (debouncing off, so a URL sent twice shows twice).
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ from django.db.models.functions import Concat
 
 from indexnow_django import IndexNowQuerySet, IndexNowQuerySetMixin, batch, submit_objects
 from indexnow_django.exceptions import RegistrationError
+from tests.needs import AT_ONCE
 from tests.testapp.models import Item, Page, Untracked
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.indexnow(**AT_ONCE, DEBOUNCE={"TTL": 0}),
+]
 
 BASE = "https://www.example.com"
-
-
-@pytest.fixture(autouse=True)
-def _no_debounce(indexnow_settings: Any) -> None:
-    indexnow_settings(DEBOUNCE={"TTL": 0})
 
 
 def items(count: int, status: str = "published", prefix: str = "item") -> list[Item]:

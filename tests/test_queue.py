@@ -14,6 +14,7 @@ from indexnow_django.dispatch import dispatch
 from indexnow_django.scheduling import Publication, schedule_now
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import queue as rq_plumbing
+from tests.needs import ONE_JOB
 from tests.rqhelpers import exc_string, failed_ids, fetch, only_queued_job, wait_for_status
 
 
@@ -96,10 +97,7 @@ def test_a_delayed_flush_is_scheduled_no_earlier_than_the_delay(indexnow_setting
 @pytest.fixture
 def rejected_job(engine, indexnow_settings, redis_conn, start_worker) -> str:
     """The id of a delivery job that a worker ran and that failed on a 403."""
-    overrides = {
-        "DISPATCH": "queue",
-        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},
-    }  # the flush's own job
+    overrides = ONE_JOB  # the flush's own job
     indexnow_settings(**overrides)
     start_worker(overrides, with_scheduler=False)
     engine.queue_replies(Reply(403))

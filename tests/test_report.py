@@ -17,6 +17,7 @@ from django.utils import timezone
 from indexnow_django.models import Delivery
 from indexnow_django.report import OTHER, percentile
 from tests.conftest import make_delivery
+from tests.needs import ONE_JOB
 from tests.testapp.models import Page, Post
 
 pytestmark = pytest.mark.django_db
@@ -136,6 +137,7 @@ def test_the_text_report(history_on: Any) -> None:
     )
 
 
+@pytest.mark.indexnow(HISTORY={"ENABLED": False})
 def test_without_the_history_there_is_nothing_to_report() -> None:
     with pytest.raises(CommandError, match=r"HISTORY'\]\['ENABLED'\] is False"):
         call_command("indexnow_report", stdout=StringIO())
@@ -189,9 +191,8 @@ def test_after_a_workers_deliveries_with_retries_the_figures_match_the_history(
 
     overrides = {
         **history_on,
-        "DISPATCH": "queue",
+        **ONE_JOB,  # a job per flush
         "RETRY": dict(FAST_RETRY),
-        "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},  # a job per flush
     }
     indexnow_settings(**overrides)
     # The first POST (the first flush's two posts) is answered 503, its retry 200; the

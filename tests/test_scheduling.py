@@ -38,9 +38,13 @@ BASE = "https://www.example.com"
 
 @pytest.fixture(autouse=True)
 def _queue_dispatch(indexnow_settings: Any, redis_conn: Any) -> None:
-    # The tests run the delivery jobs themselves: a job per flush, no coalescing window.
+    # The tests run the delivery jobs themselves: a job per flush, no coalescing window,
+    # and each job's POST at once (the throttle would hand a POST over to a later job).
     indexnow_settings(
-        DISPATCH="queue", DEBOUNCE={"TTL": 0}, QUEUE={"COALESCE": 0, "RESULT_TTL": 600}
+        DISPATCH="queue",
+        DEBOUNCE={"TTL": 0},
+        QUEUE={"COALESCE": 0, "RESULT_TTL": 600},
+        THROTTLE={"MAX_REQUESTS_PER_MINUTE": None},
     )
 
 

@@ -18,6 +18,7 @@ from indexnow_django.exceptions import RetriesExhausted
 from indexnow_django.jobs import deliver
 from indexnow_django.signals import post_sent
 from indexnow_django.testing import LoopbackEngine, Reply
+from tests.needs import AT_ONCE
 
 A = "https://www.example.com/a/"
 B = "https://www.example.com/b/"
@@ -62,6 +63,7 @@ def test_one_signal_per_post_with_what_the_engine_answered(
     assert re.fullmatch(r"[0-9a-f]{16}", first["batch_id"])
 
 
+@pytest.mark.indexnow(**AT_ONCE)
 def test_a_dry_run_sends_one_per_post_it_would_have_made(
     engine: LoopbackEngine, sent: list[dict[str, Any]], indexnow_settings: Callable[..., Any]
 ) -> None:
@@ -131,6 +133,7 @@ def test_a_job_that_runs_out_of_attempts_signals_failed(
     ]
 
 
+@pytest.mark.indexnow(**AT_ONCE)
 def test_a_synchronous_send_that_cannot_retry_signals_failed(
     engine: LoopbackEngine, sent: list[dict[str, Any]]
 ) -> None:

@@ -9,6 +9,10 @@ from indexnow_django.conf import get_settings
 from indexnow_django.delivery.send import deliver_now
 from indexnow_django.protocol.client import Outcome
 from indexnow_django.testing import LoopbackEngine, Reply
+from tests.needs import UNTHROTTLED
+
+# The throttle has tests of its own (tests/test_throttle.py): here every POST goes out at once.
+pytestmark = pytest.mark.indexnow(**UNTHROTTLED)
 
 KEY = "test-key-0123456789"
 
@@ -76,6 +80,7 @@ def test_per_host_keys_are_used(engine, indexnow_settings):
     }
 
 
+@pytest.mark.django_db  # the POST is recorded in the history
 def test_foreign_host_is_dropped_with_one_warning(engine, caplog):
     report = deliver_now(["https://evil.example/x", "/ok/", "ftp://www.example.com/f"])
     assert engine.posted_urls() == ["https://www.example.com/ok/"]

@@ -12,6 +12,7 @@ from django.urls import include, path
 from indexnow_django import batch, submit
 from indexnow_django import dispatch as dispatch_module
 from indexnow_django.testing import Submission, capture_submissions
+from tests.needs import AT_ONCE
 from tests.testapp.models import Post
 
 
@@ -33,6 +34,7 @@ HOME = "https://www.example.com/"
 HELLO = "https://www.example.com/posts/hello/"
 
 
+@pytest.mark.indexnow(**AT_ONCE)
 @pytest.mark.urls("tests.test_testing")
 @pytest.mark.django_db(transaction=True)
 def test_a_request_is_captured_as_one_submission_and_not_sent(client, engine):
@@ -49,8 +51,8 @@ def test_a_request_is_captured_as_one_submission_and_not_sent(client, engine):
     assert outbox.paths == ["/posts/hello/", "/"]
     assert engine.posts == []
 
-    # The same request outside the block reaches the engine (DISPATCH is "sync"
-    # in the test settings): the capture was what kept it back.
+    # The same request outside the block reaches the engine (this test sends at once,
+    # in process): the capture was what kept it back.
     Post.objects.filter(pk=post.pk).update(status=Post.DRAFT)
     client.post(f"/publish/{post.pk}/")
     assert [p.urls for p in engine.wait_for_posts(1, timeout=5)] == [[HELLO, HOME]]
@@ -89,6 +91,7 @@ def test_each_unit_of_work_is_one_submission_and_urls_lists_each_url_once():
     assert outbox.urls == []
 
 
+@pytest.mark.indexnow(**AT_ONCE)
 def test_deliver_true_records_and_still_sends(engine):
     with capture_submissions(deliver=True) as outbox, batch():
         submit("/a/")
@@ -163,6 +166,7 @@ def test_nothing_is_captured_when_indexnow_is_disabled(indexnow_settings):
     assert len(outbox) == 0
 
 
+@pytest.mark.indexnow(**AT_ONCE)
 def test_dispatch_is_restored_after_the_block_even_on_error(engine):
     original = dispatch_module.dispatch
     with pytest.raises(RuntimeError), capture_submissions():

@@ -2,8 +2,8 @@
 real django-parler, django-taggit, django-treebeard and django-mptt, through their
 admin where they have one, asserting the URLs the loopback engine received.
 
-Outside any unit of work each commit flushes its own URLs, and the test settings
-send synchronously to the loopback engine, so every flush is one POST. Debouncing
+Outside any unit of work each commit flushes its own URLs, and these tests send
+at once, in process, to the loopback engine (``AT_ONCE``), so every flush is one POST. Debouncing
 is off, so that a URL sent twice shows twice.
 """
 
@@ -16,16 +16,15 @@ from typing import Any
 import pytest
 from django.db import transaction
 
+from tests.needs import AT_ONCE
 from tests.thirdparty.models import Lesson, Note
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.indexnow(**AT_ONCE, DEBOUNCE={"TTL": 0}),
+]
 
 BASE = "https://www.example.com"
-
-
-@pytest.fixture(autouse=True)
-def _no_debounce(indexnow_settings: Any) -> None:
-    indexnow_settings(DEBOUNCE={"TTL": 0})
 
 
 def sent(engine: Any) -> list[list[str]]:

@@ -23,6 +23,7 @@ from indexnow_django.dispatch import dispatch
 from indexnow_django.protocol.client import Engine
 from indexnow_django.testing import LoopbackEngine
 from tests import services
+from tests.needs import UNTHROTTLED
 from tests.rqhelpers import FAST_RETRY, finished_ids, wait_for_count
 
 BASE = "https://www.example.com"
@@ -65,6 +66,7 @@ def test_a_bulk_command_waits_between_posts_and_says_so(
     assert output.rstrip().endswith("4 accepted, 0 rejected, 0 failed.")
 
 
+@pytest.mark.indexnow(**UNTHROTTLED)
 def test_no_limit_sends_at_once(
     engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
 ) -> None:

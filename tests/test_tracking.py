@@ -1,9 +1,9 @@
 """Registration and the change table: what a save, a delete or an m2m change submits.
 
-Outside any unit of work each commit flushes its own URLs, and the test
-settings send synchronously to the loopback engine, so every flush here is
-one POST the engine received. Debouncing is off, so that a URL sent twice
-shows twice.
+Outside any unit of work each commit flushes its own URLs, and these tests
+send at once, in process, to the loopback engine (``AT_ONCE``), so every flush
+here is one POST the engine received. Debouncing is off, so that a URL
+sent twice shows twice.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from indexnow_django import registry as registry_module
 from indexnow_django.exceptions import RegistrationError
 from indexnow_django.registry import get_registration, registry, unregister
 from indexnow_django.tracking.state import LOADED
+from tests.needs import AT_ONCE
 from tests.testapp.indexnow import PostIndexNow, RestaurantIndexNow
 from tests.testapp.models import (
     Article,
@@ -43,14 +44,14 @@ from tests.testapp.models import (
     Untracked,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.indexnow(**AT_ONCE, DEBOUNCE={"TTL": 0}),
+]
 
 BASE = "https://www.example.com"
-
-
-@pytest.fixture(autouse=True)
-def _no_debounce(indexnow_settings: Any) -> None:
-    indexnow_settings(DEBOUNCE={"TTL": 0})
+#: On a test that counts the queries of a save: its send records no POST in the history.
+QUERIES_OF_THE_SAVE = pytest.mark.indexnow(HISTORY={"ENABLED": False})
 
 
 def sent(engine: Any) -> list[list[str]]:
@@ -249,6 +250,7 @@ def test_moving_the_publish_time_to_the_future_sends_the_old_url(engine: Any) ->
     assert sent(engine) == [[f"{BASE}/posts/embargoed/"]]
 
 
+@QUERIES_OF_THE_SAVE
 def test_deferred_field_set_after_loading_still_knows_the_old_url(engine: Any) -> None:
     post = published("deferred")
     engine.reset()
@@ -455,6 +457,7 @@ def test_an_object_rebuilt_from_its_data_is_compared_with_its_row(engine: Any) -
     assert sent(engine) == []
 
 
+@QUERIES_OF_THE_SAVE
 def test_a_rebuilt_object_costs_one_query_for_its_row(engine: Any) -> None:
     post = published("one-query")
     with CaptureQueriesContext(connection) as queries:
@@ -473,6 +476,7 @@ def test_a_refreshed_object_compares_with_the_refreshed_row(engine: Any) -> None
     assert sent(engine) == [[f"{BASE}/posts/moved-elsewhere/"]]
 
 
+@QUERIES_OF_THE_SAVE
 def test_a_deferred_field_loaded_later_is_known(engine: Any) -> None:
     post = published("lazy")
     engine.reset()
@@ -509,6 +513,7 @@ def test_a_tracked_model_loads_the_objects_django_itself_builds() -> None:
         assert state["adding"] is False and state["db"] == "default"
 
 
+@QUERIES_OF_THE_SAVE
 def test_a_model_with_its_own_from_db_keeps_it_and_its_row_is_known(engine: Any) -> None:
     post = published("own-way")
     engine.reset()
@@ -607,6 +612,7 @@ def test_a_save_through_the_base_class_is_a_change_of_the_child(engine: Any) -> 
     ]
 
 
+@QUERIES_OF_THE_SAVE
 def test_a_model_defined_after_start_up_inherits_the_registration(engine: Any) -> None:
     from django.apps import apps
     from django.db import connection as conn

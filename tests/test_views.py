@@ -5,6 +5,8 @@ import re
 import pytest
 from django.core.management import call_command
 
+from tests.needs import AT_ONCE
+
 KEY = "test-key-0123456789"
 
 
@@ -108,6 +110,7 @@ def test_per_host_previous_keys_sit_next_to_the_hosts_key(client, indexnow_setti
     assert status("old-main-1234567", "shop.example.com") == 404
 
 
+@pytest.mark.indexnow(**AT_ONCE)
 def test_nothing_is_sent_with_a_previous_key(engine, indexnow_settings):
     from indexnow_django.dispatch import dispatch
 

@@ -17,6 +17,7 @@ from indexnow_django.checks import check_queue_wiring, check_transport
 from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
 from indexnow_django.transports.rq.queue import META_BATCH_ID
+from tests.needs import ONE_JOB
 from tests.rqhelpers import (
     failed_ids,
     fetch,
@@ -33,11 +34,7 @@ from tests.testapp.jobs import (
 PATHS = ["/one/", "/two/", "/three/"]
 URLS = [f"https://www.example.com{path}" for path in PATHS]
 #: A job per flush (no coalescing window): these tests count the flushes a job's saves make.
-QUEUE_SETTINGS = {
-    "DISPATCH": "queue",
-    "DEBOUNCE": {"CACHE": "shared"},
-    "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600},
-}
+QUEUE_SETTINGS = {**ONE_JOB, "DEBOUNCE": {"CACHE": "shared"}}
 
 
 def delivery_jobs(conn: Any) -> list[Any]:
@@ -407,7 +404,7 @@ def test_a_job_stranded_by_a_full_redis_is_sent_once_when_redis_has_room(
 
     queues = {"default": {"URL": f"{private_redis.url}/0"}}
     settings.RQ_QUEUES = queues
-    overrides = {"DISPATCH": "queue", "QUEUE": {"COALESCE": 0, "RESULT_TTL": 600}}
+    overrides = ONE_JOB
     indexnow_settings(**overrides)
     conn = redis.Redis.from_url(f"{private_redis.url}/0")
     queue = get_queue(get_settings())

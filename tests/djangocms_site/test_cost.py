@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -29,6 +30,7 @@ def publish_costs(tree: Tree) -> dict[str, int]:
     return {"again": again, "renamed": renamed, "unpublished": unpublished}
 
 
+@pytest.mark.indexnow(HISTORY={"ENABLED": False})  # the queries of a publish and its send alone
 def test_a_publish_costs_a_few_queries_whatever_the_subtree(tree: Tree, engine) -> None:
     for n in range(20):
         add(tree.user, f"Member {n}", f"member-{n}", tree.team)

@@ -19,6 +19,7 @@ from tests.djangocms_site.fixtures import (
     posted,
     translate,
 )
+from tests.needs import ONE_JOB
 from tests.rqhelpers import finished_ids, wait_for_count
 
 
@@ -79,7 +80,7 @@ def test_each_site_gets_its_urls_on_its_domain_with_its_key(
 def test_a_real_worker_delivers_an_admin_publish(
     tree: Tree, admin, engine, start_worker, indexnow_settings, redis_conn
 ) -> None:
-    overrides = {"DISPATCH": "queue"}
+    overrides = ONE_JOB  # the jobs of the two publishes, followed to their end
     indexnow_settings(**overrides)
     start_worker(overrides, extra_env={"DJANGO_SETTINGS_MODULE": "tests.djangocms_site.settings"})
     edit(admin, tree.about, slug="company")

@@ -4,6 +4,7 @@ admin, as it asks) and django-parler."""
 
 from __future__ import annotations
 
+from tests.needs import AT_ONCE
 from tests.settings import *  # noqa: F403
 from tests.settings import INDEXNOW, INSTALLED_APPS, MIDDLEWARE, SITE_ID
 
@@ -35,8 +36,10 @@ PARLER_LANGUAGES = {
 }
 
 # French guides are served by fr.example.com, which has a key of its own.
+# The site's tests look at the POSTs a change makes: sent at once, in process (AT_ONCE).
 INDEXNOW = {
     **INDEXNOW,
+    **AT_ONCE,
     "DEBOUNCE": {"TTL": 0},  # the same URL twice in a test is sent twice
     "HOSTS": {
         "www.example.com": {"KEY": "test-key-0123456789"},
