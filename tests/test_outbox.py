@@ -1,9 +1,9 @@
 """Delivery at the shipped defaults (rq's transport): one outbox per host and engine.
 
 Every test here leaves ``QUEUE``, ``THROTTLE``, ``HISTORY`` and ``BATCH`` at their
-shipped defaults (the suite's settings turn some off), but for the throttle's budget
-where a test says why; the engine is the loopback engine, the workers are real rq
-workers with the scheduler.
+shipped defaults, as the suite's settings do, but for the throttle's budget where a
+test says why, and says so again for the workers it starts; the engine is the loopback
+engine, the workers are real rq workers with the scheduler.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from tests.services import ROOT, django_env
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-#: The shipped defaults of what the suite's settings change (an empty dict merges over
-#: the defaults), and a debounce cache the workers share, as a site with Redis has.
+#: The shipped defaults, said for the workers too (an empty dict merges over the
+#: defaults), and a debounce cache the workers share, as a site with Redis has.
 SHIPPED: dict[str, Any] = {
     "DISPATCH": "queue",
     "QUEUE": {},
