@@ -36,6 +36,9 @@ from tests.services import run_django
 
 # indexnow_check counts the submissions that wait in the database.
 pytestmark = pytest.mark.django_db
+#: On a test whose workers write to the database (the history): its rows are removed
+#: after it, not left to the tests that follow.
+WORKERS_WRITE = pytest.mark.django_db(transaction=True)
 
 KEY = "test-key-0123456789"
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,6 +180,7 @@ def same_settings(settings: Any) -> dict[str, Any]:
     return {name: settings.INDEXNOW[name] for name in ("DISPATCH", "KEY_LOCATION", "DEBOUNCE")}
 
 
+@WORKERS_WRITE
 @pytest.mark.worker
 def test_healthy_queue_setup_passes_and_names_worker_and_scheduler(
     queue_settings: Any,
@@ -557,6 +561,7 @@ def test_idle_queue_warns_about_worker_scheduler_and_cache(
     assert "hint: Start one: python manage.py rqworker default --with-scheduler" in output
 
 
+@WORKERS_WRITE
 @pytest.mark.worker
 def test_worker_without_scheduler_warns(
     queue_settings: Any, start_worker: Callable[..., Any], run_check: Any
@@ -573,6 +578,7 @@ def test_worker_without_scheduler_warns(
     assert "Start (at least) one worker" not in output
 
 
+@WORKERS_WRITE
 @pytest.mark.worker
 def test_a_worker_started_before_a_settings_change_is_named(
     queue_settings: Any,
@@ -976,6 +982,7 @@ def test_an_http_site_is_checked_over_http(
     assert KEY not in output
 
 
+@WORKERS_WRITE
 @pytest.mark.worker
 def test_a_scheduler_killed_with_its_worker_is_not_alive(
     queue_settings: Any,
@@ -1117,6 +1124,7 @@ def test_no_worker_and_nothing_waiting_warns(
     assert found.endswith("starts; after 60s of waiting this check fails")
 
 
+@WORKERS_WRITE
 @pytest.mark.worker
 def test_a_worker_left_in_dry_run_fails_when_this_process_sends(
     queue_settings: Any,

@@ -440,7 +440,7 @@ def test_a_job_stranded_by_a_full_redis_is_sent_once_when_redis_has_room(
 
 
 @pytest.mark.worker
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # its workers write to the database too
 def test_a_worker_registers_again_after_a_redis_restart_and_the_check_sees_it(
     engine, indexnow_settings, settings, start_worker, private_redis
 ):
