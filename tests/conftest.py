@@ -59,8 +59,9 @@ def _fresh_state() -> Iterator[None]:
 def _indexnow_mark(request: pytest.FixtureRequest) -> None:
     """``@pytest.mark.indexnow(DISPATCH="sync")`` on a test, a class or a module: what it
     needs of ``INDEXNOW`` beyond the shipped defaults the suite runs with, merged over
-    them (a nested dict key by key; the closest mark wins). The processes the test
-    starts (a command, a server) get them too."""
+    them (a nested dict key by key; the closest mark wins). The commands and servers the
+    test starts get them too, through the environment; a worker gets the settings its
+    test gives it (``start_worker(overrides)``)."""
     marks = list(request.node.iter_markers("indexnow"))
     if not marks:
         return

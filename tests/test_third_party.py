@@ -587,16 +587,25 @@ def test_loaddata_of_the_same_object_submits_nothing(engine: Any, tmp_path: Any)
     assert sent(engine) == []
 
 
-def test_count_raw_saves_tracks_another_deserializer(engine: Any) -> None:
+def story_saved_then_edited() -> str:
+    """A story saved as "kept", serialized, then renamed "edited": the serialized data."""
     from django.core import serializers
 
-    import indexnow_django
     from tests.thirdparty.models import Story
 
     story = Story.objects.create(title="Story", slug="kept")
     data = serializers.serialize("json", [story])
     story.slug = "edited"
     story.save()
+    return data
+
+
+def test_count_raw_saves_tracks_another_deserializer(engine: Any) -> None:
+    from django.core import serializers
+
+    import indexnow_django
+
+    data = story_saved_then_edited()
     engine.reset()
     with indexnow_django.count_raw_saves():
         for restored in serializers.deserialize("json", data):
@@ -767,14 +776,9 @@ def test_the_polymorphic_recipe_is_the_tested_registration() -> None:
 
 
 def test_the_restore_recipe_submits_what_it_restores(engine: Any) -> None:
-    from django.core import serializers
-
     from tests.thirdparty.models import Story
 
-    story = Story.objects.create(title="Story", slug="kept")
-    data = serializers.serialize("json", [story])
-    story.slug = "edited"
-    story.save()
+    data = story_saved_then_edited()
     engine.reset()
     namespace: dict[str, Any] = {}
     exec(recipe("django-reversion"), namespace)

@@ -164,16 +164,21 @@ def is_enabled() -> bool:
     settings, until ``setting_changed``: every tracked save asks)."""
     global _enabled
     if _enabled is None:
-        raw = getattr(django_settings, "INDEXNOW", None)
-        _enabled = not isinstance(raw, Mapping) or raw.get("ENABLED", True) is not False
+        _enabled = _flag_on("ENABLED")
     return _enabled
 
 
 def command_units_enabled() -> bool:
     """``INDEXNOW['COMMAND_UNITS']`` without requiring the rest to be valid: read once, when
-    Django starts (a value other than ``False`` counts as ``True``; the checks report it)."""
+    Django starts."""
+    return _flag_on("COMMAND_UNITS")
+
+
+def _flag_on(name: str) -> bool:
+    """``INDEXNOW[name]``, a flag on by default, read from the raw setting: anything but
+    ``False`` counts as on (the checks report a value that is not a boolean)."""
     raw = getattr(django_settings, "INDEXNOW", None)
-    return not isinstance(raw, Mapping) or raw.get("COMMAND_UNITS", True) is not False
+    return not isinstance(raw, Mapping) or raw.get(name, True) is not False
 
 
 #: The settings whose change :func:`clear_cache` forgets the settings for.
