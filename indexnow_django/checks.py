@@ -258,6 +258,7 @@ def check_key_file_url(
 
 
 def register_checks() -> None:
+    from .crawl.checks import check_crawl_worker  # indexnow.W050
     from .registry import (
         check_languages,  # indexnow.E030
         check_registrations,  # indexnow.E031, indexnow.W031
@@ -271,5 +272,6 @@ def register_checks() -> None:
     checks.register(check_debounce_cache, "indexnow")
     checks.register(check_key_file_url, "indexnow", checks.Tags.urls)
     checks.register(check_scheduling, "indexnow")
+    checks.register(check_crawl_worker, "indexnow")
     checks.register(check_languages, "indexnow")
     checks.register(check_registrations, "indexnow", checks.Tags.models)

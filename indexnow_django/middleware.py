@@ -7,6 +7,10 @@ synchronous dispatch). Under ASGI the flush runs when the view has returned,
 before the response is sent, since Django's ASGI handler does not close the
 response of a client that went away. Flushing never turns a request into an
 error.
+
+With ``CRAWL["ENABLED"]``, a request from an engine's crawler is noticed once its
+response is built (:mod:`indexnow_django.crawl.notice`): one user-agent test for any
+request, one Redis write for a crawler's.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from django.http.response import HttpResponseBase
 from . import compat
 from .checks import middleware_without_app
 from .collector import unit
+from .crawl.notice import keep, sighting
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +72,9 @@ class IndexNowMiddleware:
                     response, functools.partial(collector.flush, after_response=True)
                 ):
                     collector.flush(response=response)
+        seen = sighting(request, response)  # crawl receipts: one user-agent test
+        if seen is not None:
+            keep(seen)
         return response
 
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
@@ -78,4 +86,7 @@ class IndexNowMiddleware:
             finally:
                 # dispatch may talk to Redis (one enqueue): not on the event loop.
                 await sync_to_async(collector.flush)(response=response)
+        seen = sighting(request, response)  # crawl receipts: one user-agent test
+        if seen is not None:
+            await sync_to_async(keep)(seen)
         return response

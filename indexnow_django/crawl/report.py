@@ -1,0 +1,105 @@
+"""Was it crawled, in ``indexnow_report``: per model and engine, over the period, the URLs
+the engine accepted, how many a verified crawler fetched after the acceptance and how long
+after (p50, p95), and how many it did not.
+
+An accepted URL is one URL of one accepted POST (a flush's URL accepted by an engine) made
+while ``CRAWL["ENABLED"]``; it counts as fetched when a crawler's receipt follows the
+acceptances of that flush (see :mod:`.receipts`), with the delay of the first crawler to
+come.
+
+Cost: two streamed queries, over the period's waits and receipts (each indexed by
+``accepted_at``); no URL text of the history is read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = ["CrawlFigures", "crawl_figures"]
+
+
+@dataclass
+class CrawlFigures:
+    """One engine's acceptances of one model's URLs, and the crawlers' fetches after them."""
+
+    engine: str
+    accepted: int = 0
+    fetched: int = 0
+    delays: list[float] = field(default_factory=list, repr=False)
+    #: URLs fetched after acceptance, per crawler.
+    crawlers: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def not_fetched(self) -> int:
+        return self.accepted - self.fetched
+
+    @property
+    def p50(self) -> float | None:
+        from ..report import percentile
+
+        return percentile(self.delays, 0.5)
+
+    @property
+    def p95(self) -> float | None:
+        from ..report import percentile
+
+        return percentile(self.delays, 0.95)
+
+    def as_dict(self) -> dict[str, Any]:
+        def seconds(value: float | None) -> float | None:
+            return None if value is None else round(value, 3)
+
+        return {
+            "engine": self.engine,
+            "accepted": self.accepted,
+            "fetched": self.fetched,
+            "p50_seconds": seconds(self.p50),
+            "p95_seconds": seconds(self.p95),
+            "not_fetched": self.not_fetched,
+            "crawlers": dict(sorted(self.crawlers.items())),
+        }
+
+
+def crawl_figures(
+    since: datetime, owners: Mapping[str, str], other: str
+) -> dict[str, dict[str, CrawlFigures]]:
+    """``{model label: {engine: figures}}`` over the acceptances since ``since``; a URL
+    missing from ``owners`` counts under ``other``."""
+    from ..models import CrawlReceipt, CrawlWait
+
+    fetched: dict[tuple[str, str], tuple[float, set[str]]] = {}
+    receipts = (
+        CrawlReceipt.objects.filter(accepted_at__gte=since)
+        .order_by()
+        .values_list("url", "batch_id", "crawler", "after")
+    )
+    for url, batch_id, crawler, after in receipts.iterator(chunk_size=2000):
+        first, crawlers = fetched.get((url, batch_id), (after, set()))
+        crawlers.add(crawler)
+        fetched[(url, batch_id)] = (min(first, after), crawlers)
+    seen: set[tuple[str, str, str]] = set()
+    found: dict[str, dict[str, CrawlFigures]] = {}
+    accepted = (
+        CrawlWait.objects.filter(accepted_at__gte=since)
+        .order_by()
+        .values_list("url", "batch_id", "engine")
+    )
+    for url, batch_id, engine in accepted.iterator(chunk_size=2000):
+        if (url, batch_id, engine) in seen:
+            continue
+        seen.add((url, batch_id, engine))
+        per_engine = found.setdefault(owners.get(url, other), {})
+        figures = per_engine.get(engine)
+        if figures is None:
+            figures = per_engine[engine] = CrawlFigures(engine)
+        figures.accepted += 1
+        receipt = fetched.get((url, batch_id))
+        if receipt is not None:
+            figures.fetched += 1
+            figures.delays.append(receipt[0])
+            figures.crawlers.update(receipt[1])
+    return found
