@@ -116,6 +116,17 @@ def check_queue_wiring(
     ]
 
 
+def check_crawl_worker(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``indexnow.W050``: crawl receipts on, but nothing records them (see
+    :mod:`indexnow_django.crawl.checks`)."""
+    from .crawl.checks import crawl_worker_checks
+
+    conf = _valid_settings()
+    return [] if conf is None else crawl_worker_checks(conf)
+
+
 def _has_middleware() -> bool:
     """``MIDDLEWARE`` holds :data:`MIDDLEWARE_PATH` or a subclass of it."""
     from django.conf import settings
@@ -258,7 +269,6 @@ def check_key_file_url(
 
 
 def register_checks() -> None:
-    from .crawl.checks import check_crawl_worker  # indexnow.W050
     from .registry import (
         check_languages,  # indexnow.E030
         check_registrations,  # indexnow.E031, indexnow.W031

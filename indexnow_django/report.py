@@ -100,7 +100,7 @@ class ModelFreshness:
             "skipped": self.skipped_count,
             "skipped_urls": [{"url": url, "reason": reason} for url, reason in self.skipped],
             **(
-                {"crawled": [figures.as_dict() for figures in self.crawled.values()]}
+                {"crawled": [figures.as_dict(percentile) for figures in self.crawled.values()]}
                 if self.crawled is not None
                 else {}
             ),

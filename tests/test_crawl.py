@@ -24,8 +24,9 @@ from indexnow_django import signals
 from indexnow_django.conf import get_settings
 from indexnow_django.crawl.crawlers import CRAWLERS, PUBLISHED_RANGES, crawler_of, networks
 from indexnow_django.crawl.notice import STREAM_KEY
-from indexnow_django.crawl.receipts import after_text, drain, wait_for_crawlers
+from indexnow_django.crawl.receipts import after_text, drain
 from indexnow_django.crawl.verify import Verifier
+from indexnow_django.crawl.waits import wait_for_crawlers
 from indexnow_django.delivery.history import purge
 from indexnow_django.delivery.parcel import new_batch_id
 from indexnow_django.models import CrawlReceipt, Delivery
@@ -650,7 +651,7 @@ def _cache() -> Any:
 
 
 def test_a_site_without_the_worker_that_records_receipts_is_warned(settings):
-    from indexnow_django.crawl.checks import check_crawl_worker
+    from indexnow_django.checks import check_crawl_worker
 
     assert check_crawl_worker() == []  # rq's queue, this app's worker class
     settings.RQ = {"WORKER_CLASS": "rq.worker.Worker"}

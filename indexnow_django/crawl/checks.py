@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from django.core import checks
 
-__all__ = ["check_crawl_worker"]
+from ..conf import IndexNowSettings
+
+__all__ = ["crawl_worker_checks"]
 
 
-def check_crawl_worker(
-    app_configs: Sequence[Any] | None = None, **kwargs: Any
-) -> list[checks.CheckMessage]:
+def crawl_worker_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
     """``indexnow.W050``: ``CRAWL["ENABLED"]``, but no rq worker of this app will verify and
     record the fetches web processes notice (they wait in Redis, then are dropped)."""
-    from ..checks import _valid_settings
     from ..transports import chosen
     from ..transports.rq import RQTransport
     from ..transports.rq.wiring import WORKER_CLASS_LINE, is_wired
 
-    conf = _valid_settings()
-    if conf is None or not conf.crawl_enabled or not conf.enabled:
+    if not conf.crawl_enabled or not conf.enabled:
         return []
     if not isinstance(chosen(conf), RQTransport):
         why = f"dispatch does not go to rq's queue (DISPATCH is {conf.dispatch!r})"

@@ -2,7 +2,7 @@
 report read of them.
 
 While ``CRAWL["ENABLED"]``, each accepted POST's URLs are recorded with its history record
-as waiting for crawlers (:func:`wait_for_crawlers`, one bulk INSERT of
+as waiting for crawlers (:func:`.waits.wait_for_crawlers`, one bulk INSERT of
 :class:`~.models.CrawlWait` rows, found by the URL's digest through an index).
 
 :func:`drain` takes the sightings the middleware kept (:mod:`.notice`) off their Redis
@@ -30,7 +30,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import IntegrityError, router, transaction
 from django.utils import timezone
@@ -43,9 +43,6 @@ from .models import CrawlReceipt, CrawlWait, url_key
 from .notice import STREAM_KEY, Sighting
 from .verify import Resolver, Verifier, resolver_for
 
-if TYPE_CHECKING:
-    from ..models import Delivery
-
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -55,7 +52,6 @@ __all__ = [
     "drain",
     "for_batch",
     "last_fetches",
-    "wait_for_crawlers",
 ]
 
 #: Sightings taken off the stream at a time, and rounds of them per drain.
@@ -125,33 +121,6 @@ def _variants(url: str) -> list[str]:
     scheme, _, rest = url.partition("://")
     other = "http" if scheme == "https" else "https"
     return [url, f"{other}://{rest}"]
-
-
-def wait_for_crawlers(delivery: Delivery) -> None:
-    """Record the URLs of an accepted POST as waiting for crawlers (one bulk INSERT, with the
-    POST's history record). Never raises."""
-    waits = [
-        CrawlWait(
-            url=url,
-            url_key=url_key(url),
-            delivery_id=delivery.pk,
-            engine=delivery.engine,
-            batch_id=delivery.batch_id,
-            accepted_at=delivery.sent_at,
-        )
-        for url in delivery.url_list
-    ]
-    try:
-        using = router.db_for_write(CrawlWait)
-        with transaction.atomic(using=using):
-            CrawlWait.objects.using(using).bulk_create(waits, batch_size=1000)
-    except Exception:
-        logger.warning(
-            "IndexNow crawl: the URLs of batch=%s engine=%s are not waited for",
-            delivery.batch_id,
-            delivery.engine,
-            exc_info=True,
-        )
 
 
 def record(sightings: Sequence[Sighting], conf: IndexNowSettings) -> list[CrawlReceipt]:
@@ -240,14 +209,6 @@ def _follows(seen: Sighting, candidates: Iterable[CrawlWait]) -> CrawlWait | Non
 
 def _aware(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, tz=dt_timezone.utc)
-
-
-def purge(before: datetime) -> int:
-    """Delete the receipts and waits of acceptances older than ``before`` (with the history's
-    records); return how many receipts went."""
-    CrawlWait.objects.filter(accepted_at__lt=before).delete()
-    deleted: int = CrawlReceipt.objects.filter(accepted_at__lt=before).delete()[0]
-    return deleted
 
 
 # --------------------------------------------------------------------------- reading

@@ -14,7 +14,7 @@ Cost: two streamed queries, over the period's waits and receipts (each indexed b
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,28 +37,20 @@ class CrawlFigures:
     def not_fetched(self) -> int:
         return self.accepted - self.fetched
 
-    @property
-    def p50(self) -> float | None:
-        from ..report import percentile
+    def as_dict(self, percentile: Callable[[list[float], float], float | None]) -> dict[str, Any]:
+        """The figures as ``indexnow_report --json`` gives them (``percentile``: the
+        report's, so that its delays and these are read alike)."""
 
-        return percentile(self.delays, 0.5)
-
-    @property
-    def p95(self) -> float | None:
-        from ..report import percentile
-
-        return percentile(self.delays, 0.95)
-
-    def as_dict(self) -> dict[str, Any]:
-        def seconds(value: float | None) -> float | None:
+        def seconds(fraction: float) -> float | None:
+            value = percentile(self.delays, fraction)
             return None if value is None else round(value, 3)
 
         return {
             "engine": self.engine,
             "accepted": self.accepted,
             "fetched": self.fetched,
-            "p50_seconds": seconds(self.p50),
-            "p95_seconds": seconds(self.p95),
+            "p50_seconds": seconds(0.5),
+            "p95_seconds": seconds(0.95),
             "not_fetched": self.not_fetched,
             "crawlers": dict(sorted(self.crawlers.items())),
         }

@@ -91,7 +91,7 @@ def record(
         )
         return
     if conf.crawl_enabled and delivery.outcome == Outcome.ACCEPTED.value:
-        from ..crawl.receipts import wait_for_crawlers
+        from ..crawl.waits import wait_for_crawlers
 
         wait_for_crawlers(delivery)
     global _last_purge
@@ -238,11 +238,11 @@ def _attempt_in_process(batch_id: str, result: PostResult) -> int:
 def purge(retention_days: int) -> int:
     """Delete the records older than ``retention_days``, and the crawl receipts of their
     acceptances; return how many records went."""
-    from ..crawl.receipts import purge as purge_receipts
+    from ..crawl.waits import purge as purge_crawls
     from ..models import Delivery
 
     cutoff = timezone.now() - timedelta(days=retention_days)
-    purge_receipts(cutoff)  # the crawl receipts of the records that go
+    purge_crawls(cutoff)  # the crawl receipts (and waits) of the records that go
     deleted: int = Delivery.objects.filter(sent_at__lt=cutoff).delete()[0]
     if deleted:
         logger.info("IndexNow history retention deleted=%d before=%s", deleted, cutoff.isoformat())

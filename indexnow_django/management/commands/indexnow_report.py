@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...conf import get_settings
 from ...crawl.report import CrawlFigures
 from ...exceptions import IndexNowConfigError
-from ...report import OTHER, Freshness, freshness
+from ...report import OTHER, Freshness, freshness, percentile
 
 
 class Command(BaseCommand):
@@ -81,8 +81,9 @@ class Command(BaseCommand):
                 write(f"  ... and {model.skipped_count - len(model.skipped)} more")
 
     def _crawled(self, figures: CrawlFigures) -> str:
-        p50 = f"{figures.p50:.0f}s" if figures.p50 is not None else "-"
-        p95 = f"{figures.p95:.0f}s" if figures.p95 is not None else "-"
+        shown = figures.as_dict(percentile)
+        p50 = f"{shown['p50_seconds']:.0f}s" if shown["p50_seconds"] is not None else "-"
+        p95 = f"{shown['p95_seconds']:.0f}s" if shown["p95_seconds"] is not None else "-"
         crawlers = ", ".join(f"{name} {count}" for name, count in sorted(figures.crawlers.items()))
         return (
             f"  crawled after acceptance by {figures.engine}: {figures.fetched} of "
