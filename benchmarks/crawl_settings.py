@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
@@ -20,22 +19,9 @@ ROOT_URLCONF = "crawl_settings"
 INSTALLED_APPS = ["django.contrib.contenttypes", "django_rq", "indexnow_django"]
 MIDDLEWARE = ["indexnow_django.middleware.IndexNowMiddleware"]
 
-_db = os.environ.get("BENCH_DB", ":memory:")
-if _db.startswith("postgres://"):
-    _parts = urlsplit(_db)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.postgresql",
-            "HOST": _parts.hostname,
-            "PORT": _parts.port or 5432,
-            "NAME": _parts.path.lstrip("/"),
-            "USER": "postgres",
-        }
-    }
-else:
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": _db}}
+# The database of BENCH_DB, as the history benchmarks read it.
+from history_settings import CACHES, DATABASES  # noqa: E402, F401
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 RQ_QUEUES = {"default": {"URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")}}
 
 INDEXNOW = {

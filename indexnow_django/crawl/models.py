@@ -17,21 +17,14 @@ def url_key(url: str) -> str:
     return hashlib.sha256(url.encode()).hexdigest()[:32]
 
 
-class CrawlReceipt(models.Model):
-    """The first verified fetch of a URL by one crawler after the URL's latest accepted POST.
-
-    One per URL, crawler and flush (the batch whose acceptance started the wait): a new
-    accepted POST of the URL starts a new wait. Kept as long as the history: the retention
-    of :mod:`indexnow_django.delivery.history` removes receipts with the records they follow.
-    """
+class _Accepted(models.Model):
+    """A URL of an accepted POST: the fields a wait and a receipt share."""
 
     id = models.BigAutoField(primary_key=True)
     url = models.TextField(_("URL"))
     url_key = models.CharField(_("URL digest"), max_length=32)
-    #: ``bingbot``, ``yandexbot``, ``seznambot``, ``yeti``, ``yepbot``.
-    crawler = models.CharField(_("crawler"), max_length=32)
-    #: The accepted POST the fetch followed (no constraint: the history's retention deletes
-    #: receipts first, in one statement, and a record deleted by hand leaves them harmless).
+    #: The accepted POST (no constraint: the history's retention deletes waits and receipts
+    #: first, in one statement each, and a record deleted by hand leaves them harmless).
     delivery = models.ForeignKey(
         "indexnow.Delivery",
         on_delete=models.DO_NOTHING,
@@ -43,6 +36,21 @@ class CrawlReceipt(models.Model):
     engine = models.CharField(_("engine"), max_length=255)
     batch_id = models.CharField(_("batch id"), max_length=64)
     accepted_at = models.DateTimeField(_("accepted at"))
+
+    class Meta:
+        abstract = True
+
+
+class CrawlReceipt(_Accepted):
+    """The first verified fetch of a URL by one crawler after the URL's latest accepted POST.
+
+    One per URL, crawler and flush (the batch whose acceptance started the wait): a new
+    accepted POST of the URL starts a new wait. Kept as long as the history: the retention
+    of :mod:`indexnow_django.delivery.history` removes receipts with the records they follow.
+    """
+
+    #: ``bingbot``, ``yandexbot``, ``seznambot``, ``yeti``, ``yepbot``.
+    crawler = models.CharField(_("crawler"), max_length=32)
     fetched_at = models.DateTimeField(_("fetched at"))
     #: Seconds from the acceptance to the fetch.
     after = models.FloatField(_("seconds after acceptance"))
@@ -70,24 +78,10 @@ class CrawlReceipt(models.Model):
         return f"{self.url} fetched by {self.crawler} {self.after:.0f}s after acceptance"
 
 
-class CrawlWait(models.Model):
+class CrawlWait(_Accepted):
     """One URL of one accepted POST, recorded with the POST while ``CRAWL["ENABLED"]``: what a
     crawler's fetch is matched with (by the URL's digest, through an index, on any
     database) and what the report counts as accepted."""
-
-    id = models.BigAutoField(primary_key=True)
-    url = models.TextField(_("URL"))
-    url_key = models.CharField(_("URL digest"), max_length=32)
-    delivery = models.ForeignKey(
-        "indexnow.Delivery",
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        related_name="+",
-        verbose_name=_("accepted POST"),
-    )
-    engine = models.CharField(_("engine"), max_length=255)
-    batch_id = models.CharField(_("batch id"), max_length=64)
-    accepted_at = models.DateTimeField(_("accepted at"))
 
     class Meta:
         verbose_name = _("URL waiting for crawlers")
