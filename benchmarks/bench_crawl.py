@@ -19,6 +19,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_crawl.py --db /tmp/crawl.sqlite3
     .venv/bin/python benchmarks/bench_crawl.py --db postgres://127.0.0.1:5432/indexnow_bench
 
+``--reuse`` measures again on the database an earlier run filled.
+
 A redis-server of its own is started (or ``--redis`` names a database it may flush).
 Nothing is sent.
 """
@@ -215,12 +217,13 @@ def history(args: argparse.Namespace, conn: Any) -> None:
     from indexnow_django.crawl.receipts import drain
     from indexnow_django.models import Delivery
 
-    fill(args.records)
-    started = time.perf_counter()
-    made, waited = receipts()
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE" if connection.vendor == "sqlite" else "VACUUM ANALYZE")
-    print(f"{waited:,} waits, {made:,} receipts in {time.perf_counter() - started:.0f}s")
+    if not (args.reuse and Delivery.objects.exists()):
+        fill(args.records)
+        started = time.perf_counter()
+        made, waited = receipts()
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE" if connection.vendor == "sqlite" else "VACUUM ANALYZE")
+        print(f"{waited:,} waits, {made:,} receipts in {time.perf_counter() - started:.0f}s")
     from django.conf import settings as django_settings
 
     for mode in ("off", "on"):
@@ -266,9 +269,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sightings", type=int, default=100)
     parser.add_argument("--skip-history", action="store_true")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep the database of an earlier run (SQLite)"
+    )
     args = parser.parse_args()
     with redis_database(args.redis) as (conn, redis_url):
-        fresh_database(args.db)
+        if not args.reuse:
+            fresh_database(args.db)
         os.environ.update(
             DJANGO_SETTINGS_MODULE="crawl_settings", BENCH_DB=args.db, BENCH_REDIS_URL=redis_url
         )

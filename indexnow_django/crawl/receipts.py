@@ -9,10 +9,11 @@ as waiting for crawlers (:func:`.waits.wait_for_crawlers`, one bulk INSERT of
 stream, a few hundred at a time (each sighting is taken by one drain only), verifies each
 crawler (:mod:`.verify`), and for each verified fetch of a URL looks for the URL's latest
 acceptance at the time of the fetch within ``CRAWL["DAYS"]`` (one indexed query per batch
-of sightings). When the crawler has no
-receipt for that POST's flush yet, it records one (:class:`~.models.CrawlReceipt`) and
-sends :data:`~indexnow_django.signals.url_crawled`. A fetch of a URL never accepted, or
-fetched before its acceptance, records nothing.
+of sightings). When the crawler has no receipt for that POST's flush yet, it records one
+(:class:`~.models.CrawlReceipt`) and sends :data:`~indexnow_django.signals.url_crawled`.
+A fetch of a URL never accepted, or fetched before its acceptance, records nothing. A
+drain that fails (the database away) loses the sightings it took: receipts are a record
+of what happened, not work to be done.
 
 The acceptances of one flush (several engines, each accepting the same URLs within
 seconds) are one wait: a crawler's receipt follows its own engine's acceptance when that

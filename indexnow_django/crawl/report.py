@@ -63,35 +63,39 @@ def crawl_figures(
     missing from ``owners`` counts under ``other``."""
     from ..models import CrawlReceipt, CrawlWait
 
-    fetched: dict[tuple[str, str], tuple[float, set[str]]] = {}
+    # The first fetch after each acceptance of a URL (a URL of a flush), and by whom.
+    first: dict[tuple[str, str], float] = {}
+    crawlers: dict[tuple[str, str], set[str]] = {}
     receipts = (
         CrawlReceipt.objects.filter(accepted_at__gte=since)
         .order_by()
         .values_list("url", "batch_id", "crawler", "after")
     )
     for url, batch_id, crawler, after in receipts.iterator(chunk_size=2000):
-        first, crawlers = fetched.get((url, batch_id), (after, set()))
-        crawlers.add(crawler)
-        fetched[(url, batch_id)] = (min(first, after), crawlers)
-    seen: set[tuple[str, str, str]] = set()
-    found: dict[str, dict[str, CrawlFigures]] = {}
-    accepted = (
+        key = (url, batch_id)
+        if key not in first or after < first[key]:
+            first[key] = after
+        crawlers.setdefault(key, set()).add(crawler)
+    # Each wait is one URL of one accepted POST: an engine accepted it once in its flush.
+    table: dict[tuple[str, str], CrawlFigures] = {}
+    waits = (
         CrawlWait.objects.filter(accepted_at__gte=since)
         .order_by()
         .values_list("url", "batch_id", "engine")
     )
-    for url, batch_id, engine in accepted.iterator(chunk_size=2000):
-        if (url, batch_id, engine) in seen:
-            continue
-        seen.add((url, batch_id, engine))
-        per_engine = found.setdefault(owners.get(url, other), {})
-        figures = per_engine.get(engine)
+    for url, batch_id, engine in waits.iterator(chunk_size=2000):
+        label = owners.get(url, other)
+        figures = table.get((label, engine))
         if figures is None:
-            figures = per_engine[engine] = CrawlFigures(engine)
+            figures = table[(label, engine)] = CrawlFigures(engine)
         figures.accepted += 1
-        receipt = fetched.get((url, batch_id))
-        if receipt is not None:
+        key = (url, batch_id)
+        after = first.get(key)
+        if after is not None:
             figures.fetched += 1
-            figures.delays.append(receipt[0])
-            figures.crawlers.update(receipt[1])
+            figures.delays.append(after)
+            figures.crawlers.update(crawlers[key])
+    found: dict[str, dict[str, CrawlFigures]] = {}
+    for (label, engine), figures in table.items():
+        found.setdefault(label, {})[engine] = figures
     return found
