@@ -62,10 +62,13 @@ def crawl_figures(
     """``{model label: {engine: figures}}`` over the acceptances since ``since``; a URL
     missing from ``owners`` counts under ``other``."""
     from ..models import CrawlReceipt, CrawlWait
+    from .crawlers import CRAWLERS
 
-    # The first fetch after each acceptance of a URL (a URL of a flush), and by whom.
+    # The first fetch after each acceptance of a URL (a URL of a flush), and by whom (one bit
+    # per crawler: no container per URL for the garbage collector to walk).
     first: dict[tuple[str, str], float] = {}
-    crawlers: dict[tuple[str, str], set[str]] = {}
+    crawlers: dict[tuple[str, str], int] = {}
+    bits = {name: 1 << number for number, name in enumerate(CRAWLERS)}
     receipts = (
         CrawlReceipt.objects.filter(accepted_at__gte=since)
         .order_by()
@@ -75,7 +78,7 @@ def crawl_figures(
         key = (url, batch_id)
         if key not in first or after < first[key]:
             first[key] = after
-        crawlers.setdefault(key, set()).add(crawler)
+        crawlers[key] = crawlers.get(key, 0) | bits.get(crawler, 0)
     # Each wait is one URL of one accepted POST: an engine accepted it once in its flush.
     table: dict[tuple[str, str], CrawlFigures] = {}
     waits = (
@@ -94,7 +97,7 @@ def crawl_figures(
         if after is not None:
             figures.fetched += 1
             figures.delays.append(after)
-            figures.crawlers.update(crawlers[key])
+            figures.crawlers.update(name for name, bit in bits.items() if crawlers[key] & bit)
     found: dict[str, dict[str, CrawlFigures]] = {}
     for (label, engine), figures in table.items():
         found.setdefault(label, {})[engine] = figures
