@@ -49,6 +49,12 @@ CRAWL_ON: dict[str, Any] = {"CRAWL": {"ENABLED": True, "RESOLVER": RESOLVER}}
 pytestmark = [pytest.mark.django_db, pytest.mark.indexnow(**CRAWL_ON)]
 
 
+@pytest.fixture(autouse=True)
+def _post_pages(settings: Any) -> None:
+    """The suite's URLs and the posts' pages (200 for a published post, else 404)."""
+    settings.ROOT_URLCONF = "tests.urls_preflight"
+
+
 def published(slug: str = "hello") -> Post:
     with capture_submissions():  # its own flush is not what these tests look at
         return Post.objects.create(title=slug.title(), slug=slug, status=Post.PUBLISHED)

@@ -10,5 +10,4 @@ urlpatterns = [
     path("posts/<int:pk>/save/", views.save_post, name="save-post"),
     path("posts/<int:pk>/rename-twice/", thirdparty_views.rename_twice),
     path("events/new/", thirdparty_views.create_event),
-    path("posts/<slug:slug>/", views.post_page),
 ]

@@ -50,10 +50,3 @@ async def async_save_page(request: HttpRequest, pk: int) -> HttpResponse:
     if BARRIER is not None:
         await BARRIER.wait()
     return HttpResponse(page.path)
-
-
-def post_page(request: HttpRequest, slug: str) -> HttpResponse:
-    """A post's public page: 200 while a post has the slug, 404 otherwise (crawl receipts)."""
-    if not Post.objects.filter(slug=slug).exists():
-        return HttpResponse("no such post", status=404)
-    return HttpResponse(f"post {slug}")
