@@ -570,9 +570,16 @@ def _debounce_section(diag: Diagnosis, conf: IndexNowSettings, worker_hosts: Seq
 
 
 def _models_section(diag: Diagnosis) -> None:
+    from django.apps import apps
+
     from .tracking import ModelIndexNow, registry
 
-    if not registry:
+    # Pages that an installed app tracks with no registration (Wagtail's, django CMS's).
+    found = (getattr(app, "indexnow_tracked", None) for app in apps.get_app_configs())
+    tracked = [str(pages) for pages in found if pages]
+    for pages in tracked:
+        diag.add("models", Status.OK, pages, tracked=pages)
+    if not registry and not tracked:
         diag.add(
             "models",
             Status.WARN,
