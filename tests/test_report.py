@@ -106,7 +106,12 @@ def test_figures_per_model_from_hand_written_history(
     )
     assert (post["p50_seconds"], post["p95_seconds"]) == (64.0, 64.0)
     assert post["not_accepted_urls"] == [
-        {"url": post_urls[2], "engine": "bing", "last_answer": "429: later"}
+        {
+            "url": post_urls[2],
+            "engine": "bing",
+            "last_answer": "429: later",
+            "answers": {"bing": "429: later", "indexnow": "200"},
+        }
     ]
     assert post["skipped_urls"] == [{"url": post_urls[3], "reason": "noindex"}]
     about = models["testapp.Page"]
@@ -135,6 +140,65 @@ def test_the_text_report(history_on: Any) -> None:
         "testapp.Post: 1 flushed, 1 accepted by every engine (p50 3.0s, p95 3.0s after the "
         "flush), 0 not accepted yet, 0 skipped by the preflight"
     )
+
+
+def test_a_url_not_accepted_is_listed_once_with_each_engines_last_answer(
+    history_on: Any, indexnow_settings: Callable[..., Any]
+) -> None:
+    indexnow_settings(ENGINES=["indexnow", "bing"])
+    stuck, recovered = (
+        Post.objects.create(title=slug, slug=slug, status=Post.PUBLISHED)
+        for slug in ("stuck", "recovered")
+    )
+    Delivery.objects.all().delete()
+    now = timezone.now()
+    stuck_url, recovered_url = (f"{BASE}/posts/{post.slug}/" for post in (stuck, recovered))
+    # The stuck post, saved three times: indexnow accepts each flush, bing refuses each.
+    for n in range(3):
+        flush = now - timedelta(minutes=30 - n)
+        for engine, outcome, status, answer in (
+            ("indexnow", "accepted", 200, ""),
+            ("bing", "rejected", 403, f"bing answered 403: no key {n}"),
+        ):
+            make_delivery(
+                engine=engine,
+                outcome=outcome,
+                status=status,
+                answer=answer,
+                urls=stuck_url,
+                batch_id=f"s{n}",
+                flushed_at=flush,
+                sent_at=flush + timedelta(seconds=2),
+            )
+    # The other, refused once, then accepted by both on its next flush.
+    for n, (outcome, status) in enumerate([("rejected", 403), ("accepted", 200)]):
+        flush = now - timedelta(minutes=10 - n)
+        for engine in ("indexnow", "bing"):
+            make_delivery(
+                engine=engine,
+                outcome=outcome,
+                status=status,
+                urls=recovered_url,
+                batch_id=f"r{n}",
+                flushed_at=flush,
+                sent_at=flush + timedelta(seconds=1),
+            )
+
+    post = by_model(report())["testapp.Post"]
+    out = StringIO()
+    call_command("indexnow_report", stdout=out)
+
+    assert post["not_accepted"] == 1
+    assert post["not_accepted_urls"] == [
+        {
+            "url": stuck_url,
+            "engine": "bing",
+            "last_answer": "403: no key 2",
+            "answers": {"bing": "403: no key 2", "indexnow": "200"},
+        }
+    ]
+    listed = [line for line in out.getvalue().splitlines() if "not accepted:" in line]
+    assert listed == [f"  not accepted: {stuck_url} (bing: 403: no key 2; indexnow: 200)"]
 
 
 @pytest.mark.indexnow(HISTORY={"ENABLED": False})
