@@ -306,6 +306,27 @@ def test_the_submit_page_sends_valid_lines_and_reports_invalid_ones_by_number(cl
     assert box.strip() == "ftp://www.example.com/x\nhttps://elsewhere.example.org/y/"
 
 
+@IN_PROCESS
+def test_an_editor_pasting_a_foreign_or_broken_url_is_told_why_in_plain_words(client, engine):
+    staff(client, "indexnow.view_delivery", "indexnow.submit_urls")
+    text = "/a/\nhttps://elsewhere.example.org/y/\nhttps://[www.example.com]/z/\nhttp://[::1/"
+
+    response = client.post(SUBMIT, {"urls": text, "force": "on"}, follow=True)
+
+    assert response.status_code == 200
+    assert engine.posted_urls() == [A]
+    html = response.content.decode()
+    assert "3 lines were skipped" in html
+    assert (
+        "line 2: https://elsewhere.example.org/y/: elsewhere.example.org is not a host of this "
+        "site (www.example.com)"
+    ) in html
+    assert "line 3: https://[www.example.com]/z/: not a URL" in html
+    assert "line 4: http://[::1/: not a URL" in html
+    for jargon in ("INDEXNOW", "HOSTS", "BASE_URL", "unpack"):
+        assert jargon not in html, jargon
+
+
 def test_the_submit_page_with_nothing_valid_sends_nothing(client, engine):
     staff(client, "indexnow.submit_urls")
     html = client.post(SUBMIT, {"urls": "not a url"}).content.decode()
