@@ -56,12 +56,17 @@ def engine_name(engine: LoopbackEngine) -> str:
     return endpoint_name(engine.url)
 
 
+def answered(engine: LoopbackEngine, *replies: Reply) -> None:
+    """One flush per reply, each sent at once and answered by it, in order."""
+    engine.queue_replies(*replies)
+    for n in range(len(replies)):
+        dispatch([f"/p{n}/"])
+
+
 def test_five_final_rejections_fail_the_check_naming_host_engine_and_answer(
     engine: LoopbackEngine, history_on: Any
 ) -> None:
-    engine.queue_replies(Reply(200), *[Reply(403, body="Key not valid")] * 5)
-    for n in range(6):
-        dispatch([f"/p{n}/"])
+    answered(engine, Reply(200), *[Reply(403, body="Key not valid")] * 5)
 
     output, error = run_check()
 
@@ -78,9 +83,7 @@ def test_five_final_rejections_fail_the_check_naming_host_engine_and_answer(
 def test_five_retryable_failures_are_a_warning_and_an_accepted_post_clears_it(
     engine: LoopbackEngine, history_on: Any
 ) -> None:
-    engine.queue_replies(*[Reply(429, body="Too Many Requests")] * 4, Reply(503))
-    for n in range(5):
-        dispatch([f"/p{n}/"])
+    answered(engine, *[Reply(429, body="Too Many Requests")] * 4, Reply(503))
 
     output, error = run_check()
     assert error is None
@@ -100,13 +103,8 @@ def test_five_retryable_failures_are_a_warning_and_an_accepted_post_clears_it(
 def test_a_run_ending_in_rejections_fails_whatever_retryable_answers_it_holds(
     client: Client, engine: LoopbackEngine, history_on: Any
 ) -> None:
-    engine.queue_replies(
-        Reply(403, body="Key not valid"),
-        Reply(429, body="Too Many Requests"),
-        *[Reply(403, body="Key not valid")] * 3,
-    )
-    for n in range(5):
-        dispatch([f"/p{n}/"])
+    rejected = Reply(403, body="Key not valid")
+    answered(engine, rejected, Reply(429, body="Too Many Requests"), *[rejected] * 3)
 
     output, error = run_check()
 
@@ -129,9 +127,7 @@ def test_a_run_ending_in_rejections_fails_whatever_retryable_answers_it_holds(
 def test_a_run_that_ends_in_a_retryable_answer_is_a_warning(
     engine: LoopbackEngine, history_on: Any
 ) -> None:
-    engine.queue_replies(*[Reply(403, body="Key not valid")] * 2, *[Reply(503)] * 3)
-    for n in range(5):
-        dispatch([f"/p{n}/"])
+    answered(engine, *[Reply(403, body="Key not valid")] * 2, *[Reply(503)] * 3)
 
     output, error = run_check()
 

@@ -153,36 +153,35 @@ def test_a_url_not_accepted_is_listed_once_with_each_engines_last_answer(
     Delivery.objects.all().delete()
     now = timezone.now()
     stuck_url, recovered_url = (f"{BASE}/posts/{post.slug}/" for post in (stuck, recovered))
-    # The stuck post, saved three times: indexnow accepts each flush, bing refuses each.
-    for n in range(3):
-        flush = now - timedelta(minutes=30 - n)
-        for engine, outcome, status, answer in (
-            ("indexnow", "accepted", 200, ""),
-            ("bing", "rejected", 403, f"bing answered 403: no key {n}"),
-        ):
+
+    def flushed(url: str, batch_id: str, minutes_ago: int, *answers: tuple[Any, ...]) -> None:
+        """A flush of ``url``, and each engine's answer ``(engine, outcome, status, text)``."""
+        flush = now - timedelta(minutes=minutes_ago)
+        for engine, outcome, status, answer in answers:
             make_delivery(
                 engine=engine,
                 outcome=outcome,
                 status=status,
                 answer=answer,
-                urls=stuck_url,
-                batch_id=f"s{n}",
+                urls=url,
+                batch_id=batch_id,
                 flushed_at=flush,
                 sent_at=flush + timedelta(seconds=2),
             )
+
+    # The stuck post, saved three times: indexnow accepts each flush, bing refuses each.
+    for n in range(3):
+        flushed(
+            stuck_url,
+            f"s{n}",
+            30 - n,
+            ("indexnow", "accepted", 200, ""),
+            ("bing", "rejected", 403, f"bing answered 403: no key {n}"),
+        )
     # The other, refused once, then accepted by both on its next flush.
-    for n, (outcome, status) in enumerate([("rejected", 403), ("accepted", 200)]):
-        flush = now - timedelta(minutes=10 - n)
-        for engine in ("indexnow", "bing"):
-            make_delivery(
-                engine=engine,
-                outcome=outcome,
-                status=status,
-                urls=recovered_url,
-                batch_id=f"r{n}",
-                flushed_at=flush,
-                sent_at=flush + timedelta(seconds=1),
-            )
+    refused = [(engine, "rejected", 403, "") for engine in ("indexnow", "bing")]
+    flushed(recovered_url, "r0", 10, *refused)
+    flushed(recovered_url, "r1", 9, *[(e, "accepted", 200, "") for e in ("indexnow", "bing")])
 
     post = by_model(report())["testapp.Post"]
     out = StringIO()
