@@ -7,13 +7,14 @@ them for a person or as JSON for monitoring; delivery can work when there is
 no FAIL (warnings allowed).
 
 Everything here only reads: Redis with short socket timeouts, key files with
-one ``GET`` each, each engine's endpoint with one ``GET`` that carries no URL
-and no key (:func:`probe_engine`). Nothing is ever posted to an engine, and the
+one ``GET`` each, each engine's endpoint with a ``GET`` that carries no URL
+and no key (:func:`probe_engine`). Nothing is ever submitted to an engine, and the
 key is never shown in full (:func:`~indexnow_django.conf.mask_key`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from collections.abc import Iterator, Sequence
@@ -189,11 +190,14 @@ def probe_engine(endpoint: str, timeout: float) -> tuple[Status, str, str | None
     """Whether an IndexNow endpoint is there, without submitting anything.
 
     One ``GET`` of the endpoint with no ``url`` and no ``key``: an engine answers
-    it with an error of its own (400, 405, 422...), which says it is there. A 404
-    says that the path is wrong; no answer at all (a name that does not resolve, a
-    refused connection, TLS that fails) says that the host or port is. Redirects are
-    not followed: a POST sent there would be redirected too, without its body.
-    Returns ``(status, message, hint, data)``, the endpoint masked (:func:`mask_url`).
+    it with an error of its own (400, 405, 422...), which says it is there. Only when
+    that is a 404 is it asked once more the way submissions ask, a ``POST``, of an
+    empty JSON object (no host, no key, no URL: nothing to accept), in case it routes
+    POSTs alone; a 404 to both says that the path is wrong. No answer at all (a name
+    that does not resolve, a refused connection, TLS that fails) says that the host or
+    port is. Redirects are not followed: a POST sent there would be redirected too,
+    without its body. Bodies are not read. Returns ``(status, message, hint, data)``,
+    the endpoint masked (:func:`mask_url`).
     """
     shown_url = mask_url(endpoint)
     data: dict[str, Any] = {"endpoint": shown_url}
@@ -201,10 +205,26 @@ def probe_engine(endpoint: str, timeout: float) -> tuple[Status, str, str | None
         "Check the host, port and path of this endpoint in ENGINES (a name such as "
         "'indexnow' or 'bing' gives the documented endpoint)."
     )
+
+    def ask(method: str, **body: Any) -> int:
+        with requests.request(
+            method,
+            endpoint,
+            timeout=timeout,
+            allow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
+            stream=True,
+            **body,
+        ) as answer:
+            location.append(answer.headers.get("Location", ""))
+            return answer.status_code
+
+    location: list[str] = []
     try:
-        response = requests.get(
-            endpoint, timeout=timeout, allow_redirects=False, headers={"User-Agent": USER_AGENT}
-        )
+        status = ask("GET")
+        if status == 404:
+            with contextlib.suppress(requests.RequestException):
+                status = ask("POST", json={})
     except requests.RequestException as exc:
         cause = mask_url_in(network_cause(exc, timeout), endpoint)
         data.update(cause=cause, reachable=False)
@@ -222,7 +242,6 @@ def probe_engine(endpoint: str, timeout: float) -> tuple[Status, str, str | None
             "If this machine cannot reach the engines, run with --offline.",
             data,
         )
-    status = response.status_code
     data.update(http_status=status, reachable=True)
     if status == 404:
         return (
@@ -232,18 +251,19 @@ def probe_engine(endpoint: str, timeout: float) -> tuple[Status, str, str | None
             data,
         )
     if 300 <= status < 400:
-        location = mask_url(urljoin(endpoint, response.headers.get("Location", "")))
-        data["location"] = location
+        target = mask_url(urljoin(endpoint, location[-1]))
+        data["location"] = target
         return (
             Status.WARN,
-            f"{shown_url} answered {status}, a redirect to {location}: a POST redirected "
+            f"{shown_url} answered {status}, a redirect to {target}: a POST redirected "
             "there loses its URLs",
             "Put the final URL in ENGINES.",
             data,
         )
+    asked = "a GET" if len(location) == 1 else "a POST"
     return (
         Status.OK,
-        f"{shown_url} is there (a GET without URLs answered {status})",
+        f"{shown_url} is there ({asked} without URLs answered {status})",
         None,
         data,
     )

@@ -1338,12 +1338,28 @@ def test_an_engine_that_answers_404_on_its_path_fails_naming_it(
 
         output, error = run_check()
 
-        assert [request.method for request in missing.requests] == ["GET"]
+        # Asked as submissions ask too, in case it routes POSTs alone: nothing to accept.
+        assert [request.method for request in missing.requests] == ["GET", "POST"]
+        assert missing.requests[1].json == {}
     assert error is not None
     assert f"{typo} answered 404 Not Found: there is no IndexNow endpoint at that path" in str(
         error
     )
     line(output, "FAIL", f"{endpoint_name(typo)}: {typo} answered 404")
+
+
+def test_an_engine_that_routes_posts_alone_is_there(
+    sync_site: Callable[..., Any], run_check: Any
+) -> None:
+    with LoopbackEngine(default=Reply(400, body="Bad Request")) as posts_only:
+        posts_only.queue_replies(Reply(404, body="Not Found"))  # its answer to a GET
+        sync_site(ENGINES=[posts_only.url])
+
+        output, error = run_check()
+
+        assert [request.method for request in posts_only.requests] == ["GET", "POST"]
+    assert error is None, output
+    line(output, "OK", f"{posts_only.url} is there (a POST without URLs answered 400)")
 
 
 def test_offline_probes_no_engine(
