@@ -7,12 +7,14 @@ them for a person or as JSON for monitoring; delivery can work when there is
 no FAIL (warnings allowed).
 
 Everything here only reads: Redis with short socket timeouts, key files with
-one ``GET`` each. Nothing is ever posted to an engine, and the key is never
-shown in full (:func:`~indexnow_django.conf.mask_key`).
+one ``GET`` each, each engine's endpoint with a ``GET`` that carries no URL
+and no key (:func:`probe_engine`). Nothing is ever submitted to an engine, and the
+key is never shown in full (:func:`~indexnow_django.conf.mask_key`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from collections.abc import Iterator, Sequence
@@ -37,7 +39,7 @@ from .findings import (
     shown,
 )
 from .protocol.client import USER_AGENT, excerpt
-from .protocol.masking import mask_key, mask_url
+from .protocol.masking import mask_key, mask_url, mask_url_in
 from .transports import Transport, chosen
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ __all__ = [
     "check_key_file",
     "diagnose",
     "network_cause",
+    "probe_engine",
 ]
 
 
@@ -180,6 +183,92 @@ def check_key_file(
     )
 
 
+# --------------------------------------------------------------------------- engines
+
+
+def probe_engine(endpoint: str, timeout: float) -> tuple[Status, str, str | None, dict[str, Any]]:
+    """Whether an IndexNow endpoint is there, without submitting anything.
+
+    One ``GET`` of the endpoint with no ``url`` and no ``key``: an engine answers
+    it with an error of its own (400, 405, 422...), which says it is there. Only when
+    that is a 404 is it asked once more the way submissions ask, a ``POST``, of an
+    empty JSON object (no host, no key, no URL: nothing to accept), in case it routes
+    POSTs alone; a 404 to both says that the path is wrong. No answer at all (a name
+    that does not resolve, a refused connection, TLS that fails) says that the host or
+    port is. Redirects are not followed: a POST sent there would be redirected too,
+    without its body. Bodies are not read. Returns ``(status, message, hint, data)``,
+    the endpoint masked (:func:`mask_url`).
+    """
+    shown_url = mask_url(endpoint)
+    data: dict[str, Any] = {"endpoint": shown_url}
+    check_hint = (
+        "Check the host, port and path of this endpoint in ENGINES (a name such as "
+        "'indexnow' or 'bing' gives the documented endpoint)."
+    )
+
+    def ask(method: str, **body: Any) -> int:
+        with requests.request(
+            method,
+            endpoint,
+            timeout=timeout,
+            allow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
+            stream=True,
+            **body,
+        ) as answer:
+            location.append(answer.headers.get("Location", ""))
+            return answer.status_code
+
+    location: list[str] = []
+    try:
+        status = ask("GET")
+        if status == 404:
+            with contextlib.suppress(requests.RequestException):
+                status = ask("POST", json={})
+    except requests.RequestException as exc:
+        cause = mask_url_in(network_cause(exc, timeout), endpoint)
+        data.update(cause=cause, reachable=False)
+        nowhere = (ConnectionRefusedError, socket.gaierror, requests.exceptions.SSLError)
+        if any(isinstance(cause_, nowhere) for cause_ in _causes(exc)):
+            return (
+                Status.FAIL,
+                f"{shown_url} cannot be reached: {cause}",
+                check_hint + " If this machine cannot reach the engines, run with --offline.",
+                data,
+            )
+        return (
+            Status.WARN,
+            f"{shown_url} did not answer: {cause}; POSTs may fail the same way",
+            "If this machine cannot reach the engines, run with --offline.",
+            data,
+        )
+    data.update(http_status=status, reachable=True)
+    if status == 404:
+        return (
+            Status.FAIL,
+            f"{shown_url} answered 404 Not Found: there is no IndexNow endpoint at that path",
+            check_hint,
+            data,
+        )
+    if 300 <= status < 400:
+        target = mask_url(urljoin(endpoint, location[-1]))
+        data["location"] = target
+        return (
+            Status.WARN,
+            f"{shown_url} answered {status}, a redirect to {target}: a POST redirected "
+            "there loses its URLs",
+            "Put the final URL in ENGINES.",
+            data,
+        )
+    asked = "a GET" if len(location) == 1 else "a POST"
+    return (
+        Status.OK,
+        f"{shown_url} is there ({asked} without URLs answered {status})",
+        None,
+        data,
+    )
+
+
 # --------------------------------------------------------------------------- sections
 
 
@@ -257,16 +346,29 @@ def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> Transport:
     return transport
 
 
-def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
+def _engines_section(
+    diag: Diagnosis, conf: IndexNowSettings, *, offline: bool, timeout: float
+) -> None:
+    probed: dict[str, Any] = {}
+    if not offline and conf.engines:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(
+            max_workers=len(conf.engines), thread_name_prefix="indexnow-check"
+        ) as pool:
+            futures = {
+                engine.endpoint: pool.submit(probe_engine, engine.endpoint, timeout)
+                for engine in conf.engines
+            }
+            probed = {endpoint: future.result() for endpoint, future in futures.items()}
     for engine in conf.engines:
         endpoint = mask_url(engine.endpoint)
-        diag.add(
-            "engines",
-            Status.OK,
-            f"{mask_url('//' + engine.name).lstrip('/')}: {endpoint}",
-            name=engine.name,
-            endpoint=endpoint,
-        )
+        name = mask_url("//" + engine.name).lstrip("/")
+        if engine.endpoint not in probed:
+            diag.add("engines", Status.OK, f"{name}: {endpoint}", name=name, endpoint=endpoint)
+            continue
+        status, message, hint, data = probed[engine.endpoint]
+        diag.add("engines", status, f"{name}: {message}", hint, name=name, **data)
     per_minute = conf.throttle_per_minute
     if per_minute is None:
         diag.add(
@@ -488,9 +590,16 @@ def _debounce_section(diag: Diagnosis, conf: IndexNowSettings, worker_hosts: Seq
 
 
 def _models_section(diag: Diagnosis) -> None:
+    from django.apps import apps
+
     from .tracking import ModelIndexNow, registry
 
-    if not registry:
+    # Pages that an installed app tracks with no registration (Wagtail's, django CMS's).
+    found = (getattr(app, "indexnow_tracked", None) for app in apps.get_app_configs())
+    tracked = [str(pages) for pages in found if pages]
+    for pages in tracked:
+        diag.add("models", Status.OK, pages, tracked=pages)
+    if not registry and not tracked:
         diag.add(
             "models",
             Status.WARN,
@@ -581,9 +690,9 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     if conf is None:
         return diag
     transport = _dispatch_section(diag, conf)
-    _engines_section(diag, conf)
-    worker_hosts = transport.diagnose(diag)
     timeout = http_timeout if http_timeout is not None else conf.http_timeout
+    _engines_section(diag, conf, offline=offline, timeout=timeout)
+    worker_hosts = transport.diagnose(diag)
     _hosts_section(diag, conf, offline=offline, timeout=timeout)
     _debounce_section(diag, conf, worker_hosts)
     _models_section(diag)

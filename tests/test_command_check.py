@@ -31,6 +31,8 @@ from rq import Queue
 from rq.job import Job
 from rq.worker import Worker as RQWorker
 
+from indexnow_django.protocol.client import endpoint_name
+from indexnow_django.testing import LoopbackEngine, Reply
 from tests import services
 from tests.services import run_django
 
@@ -1281,3 +1283,90 @@ def test_the_no_redis_recipe_gets_a_true_w002(
     assert "with more than one worker an engine may receive a URL again" in found
     assert "at every save" not in found
     assert "SILENCED_SYSTEM_CHECKS = ['indexnow.W002']" in output
+
+
+# --------------------------------------------------------------------------- engines
+
+
+@pytest.fixture
+def sync_site(
+    settings: Any, indexnow_settings: Callable[..., Any], key_server: KeyServer
+) -> Callable[..., Any]:
+    """A site that sends in process, its key file on the key server: the check passes
+    unless an engine is wrong. Returns ``indexnow_settings``."""
+    settings.RQ_QUEUES = {}
+    indexnow_settings(DISPATCH="auto", KEY_LOCATION=f"{key_server.base}/{KEY}.txt")
+    return indexnow_settings
+
+
+def test_the_loopback_engine_is_there_and_nothing_is_submitted_to_find_out(
+    sync_site: Callable[..., Any], engine: LoopbackEngine, run_check: Any
+) -> None:
+    output, error = run_check()
+
+    assert error is None, output
+    name = endpoint_name(engine.url)
+    assert line(output, "OK", f"{name}: {engine.url} is there").endswith(
+        "(a GET without URLs answered 200)"
+    )
+    [probe] = engine.requests
+    assert (probe.method, probe.path, probe.body) == ("GET", "/indexnow", b"")
+    assert engine.posts == []
+
+
+def test_an_engine_where_nothing_listens_fails_naming_it(
+    sync_site: Callable[..., Any], engine: LoopbackEngine, run_check: Any
+) -> None:
+    typo = f"http://127.0.0.1:{services.free_port()}/indexnow"
+    sync_site(ENGINES=[engine.url, typo])
+
+    output, error = run_check()
+
+    assert error is not None
+    assert f"{endpoint_name(typo)}: {typo} cannot be reached: connection refused" in str(error)
+    line(output, "FAIL", f"{typo} cannot be reached: connection refused")
+    assert "host, port and path" in line(output, "hint:", "ENGINES")
+    line(output, "OK", f"{engine.url} is there")
+
+
+def test_an_engine_that_answers_404_on_its_path_fails_naming_it(
+    sync_site: Callable[..., Any], run_check: Any
+) -> None:
+    with LoopbackEngine(default=Reply(404, body="Not Found")) as missing:
+        typo = missing.url.replace("/indexnow", "/indexnwo")
+        sync_site(ENGINES=[typo])
+
+        output, error = run_check()
+
+        # Asked as submissions ask too, in case it routes POSTs alone: nothing to accept.
+        assert [request.method for request in missing.requests] == ["GET", "POST"]
+        assert missing.requests[1].json == {}
+    assert error is not None
+    assert f"{typo} answered 404 Not Found: there is no IndexNow endpoint at that path" in str(
+        error
+    )
+    line(output, "FAIL", f"{endpoint_name(typo)}: {typo} answered 404")
+
+
+def test_an_engine_that_routes_posts_alone_is_there(
+    sync_site: Callable[..., Any], run_check: Any
+) -> None:
+    with LoopbackEngine(default=Reply(400, body="Bad Request")) as posts_only:
+        posts_only.queue_replies(Reply(404, body="Not Found"))  # its answer to a GET
+        sync_site(ENGINES=[posts_only.url])
+
+        output, error = run_check()
+
+        assert [request.method for request in posts_only.requests] == ["GET", "POST"]
+    assert error is None, output
+    line(output, "OK", f"{posts_only.url} is there (a POST without URLs answered 400)")
+
+
+def test_offline_probes_no_engine(
+    sync_site: Callable[..., Any], engine: LoopbackEngine, run_check: Any
+) -> None:
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "OK", f"{endpoint_name(engine.url)}: {engine.url}")
+    assert engine.requests == []

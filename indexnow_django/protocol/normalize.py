@@ -123,10 +123,13 @@ def _normalize_parsed(url: str, base_url: str | None) -> str:
             f"contains the control character U+{ord(control.group()):04X} "
             f"at position {control.start() + 1}"
         )
-    if base_url and not urlsplit(url).scheme and not url.startswith("//"):
-        # "./" keeps a first segment with a colon ("/a:b/") from reading as a scheme.
-        url = urljoin(base_url.rstrip("/") + "/", "./" + url.lstrip("/"))
-    parts = urlsplit(url)
+    try:
+        if base_url and not urlsplit(url).scheme and not url.startswith("//"):
+            # "./" keeps a first segment with a colon ("/a:b/") from reading as a scheme.
+            url = urljoin(base_url.rstrip("/") + "/", "./" + url.lstrip("/"))
+        parts = urlsplit(url)
+    except ValueError as exc:  # brackets that hold no IPv6 address ("https://[x]/")
+        raise InvalidURL(f"not a URL ({exc})") from exc
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS:
         if not scheme:

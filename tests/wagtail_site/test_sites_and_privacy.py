@@ -207,3 +207,9 @@ def test_indexnow_check_lists_the_sites_and_their_hosts(tree: Tree) -> None:
     text = out.getvalue()
     assert "www.example.com" in text and "example.net:8000" in text, text
     assert "https://www.example.com/ root page '/home/' (default)" in text, text
+    # Its pages are tracked with no registration: the check does not say that nothing is.
+    assert "no model is registered" not in text, text
+    assert (
+        "OK    Wagtail pages: every page type, through Wagtail's publishing events "
+        "(indexnow_django.contrib.wagtail, no registration needed)"
+    ) in text, text

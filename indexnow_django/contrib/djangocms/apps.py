@@ -82,6 +82,10 @@ class IndexNowDjangoCMSConfig(integration.IntegrationConfig):
     required_apps = REQUIRED_APPS
     site_model = "sites.Site"
     sites = SITES
+    indexnow_tracked = (
+        "django CMS pages: every page in each language, through djangocms-versioning's "
+        "publishing (indexnow_django.contrib.djangocms, no registration needed)"
+    )
 
     def ready(self) -> None:
         super().ready()

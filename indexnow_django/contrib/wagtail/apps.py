@@ -34,6 +34,10 @@ class IndexNowWagtailConfig(integration.IntegrationConfig):
     site_model = "wagtailcore.Site"
     sites = SITES
     sites_unreadable = "IndexNow could not read the Wagtail sites yet"
+    indexnow_tracked = (
+        "Wagtail pages: every page type, through Wagtail's publishing events "
+        "(indexnow_django.contrib.wagtail, no registration needed)"
+    )
 
     def indexnow_report_urls(self) -> Iterator[tuple[str, str]]:
         """``("Wagtail pages", url)`` for each public page's URLs, for ``indexnow_report``."""
