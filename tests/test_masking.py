@@ -14,7 +14,7 @@ KEY = "abcd0123456789efwxyz"
 
 
 def test_a_key_shows_its_first_and_last_four_characters():
-    assert mask_key(KEY) == "abcd…wxyz"
+    assert mask_key(KEY) == "abcd…"
     assert mask_key("12345678") == "********"
     assert mask_key(None) == "<none>"
 
@@ -23,8 +23,7 @@ def test_every_key_is_masked_wherever_it_appears_in_a_text():
     other = "other-key-0000-9999"
     text = f"403 from engine; the engine fetches https://h/{KEY}.txt, body {KEY!r} and {other}"
     assert mask_keys(text, [KEY, other, None]) == (
-        "403 from engine; the engine fetches https://h/abcd…wxyz.txt, body 'abcd…wxyz' "
-        "and othe…9999"
+        "403 from engine; the engine fetches https://h/abcd….txt, body 'abcd…' and othe…"
     )
 
 
@@ -36,12 +35,12 @@ def test_the_key_file_url_of_a_host_is_shown_with_the_key_masked(settings):
     }
     conf = get_settings()
     assert conf.hosts["www.example.com"].masked_key_file_url == (
-        "https://www.example.com/abcd…wxyz.txt"
+        "https://www.example.com/abcd….txt"
     )
     assert conf.hosts["shop.example.com"].masked_key_file_url == (
-        "https://shop.example.com/shop…5678.txt"
+        "https://shop.example.com/shop….txt"
     )
-    assert conf.mask(f"{KEY} shop-key-12345678") == "abcd…wxyz shop…5678"
+    assert conf.mask(f"{KEY} shop-key-12345678") == "abcd… shop…"
 
 
 @pytest.mark.parametrize(
@@ -121,7 +120,7 @@ def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
     assert post.json["key"] == SUITE_KEY  # the engine itself gets the key
     failure = exc_string(failed)
     assert "403" in failure
-    assert "https://www.example.com/test…6789.txt" in failure
+    assert "https://www.example.com/test….txt" in failure
     assert_no_secret(failure, "the failed job's exc_info")
     output = worker.wait_for_output("403")
     assert_no_secret(output, "the worker's output")
