@@ -99,6 +99,25 @@ class IndexNowSettings(Declared):
     def host_config(self, host: str) -> HostConfig | None:
         return self.hosts.get(host)
 
+    def serves_key(self, name: str) -> bool:
+        """Whether ``/<name>.txt`` is the key file of some host: the main key, a previous
+        one, or a host's. A name not among them makes the hosts be read again, at most
+        once a second (a tenant added since); a set look-up otherwise."""
+        if name == self.key or name in self.previous_keys:
+            return True
+        if name in self._served_keys():
+            return True
+        return self.reread_hosts() and name in self._served_keys()
+
+    def _served_keys(self) -> frozenset[str]:
+        """Every host's key and previous keys, worked out again when the hosts change."""
+        hosts = self.hosts
+        kept = self.__dict__.get("_served")
+        if kept is None or kept[0] is not hosts:
+            keys = {key for h in hosts.values() for key in (h.key, *h.previous_keys)}
+            kept = self.__dict__["_served"] = (hosts, frozenset(keys))
+        return kept[1]
+
     @property
     def keys_per_host(self) -> bool:
         """Whether some host serves other key files than the main key's (``Vary: Host``)."""
