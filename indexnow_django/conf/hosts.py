@@ -66,6 +66,15 @@ class HostConfig:
     #: Keys being rotated out: their key files are still served, nothing is sent with them.
     previous_keys: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        keys = [self.key, *self.previous_keys]
+        return (
+            f"HostConfig(host={self.host!r}, key={mask_keys(self.key, keys)!r}, "
+            f"key_location={self.key_location and mask_keys(self.key_location, keys)!r}, "
+            f"scheme={self.scheme!r}, "
+            f"previous_keys={tuple(mask_keys(k, keys) for k in self.previous_keys)!r})"
+        )
+
     def serves(self, key: str) -> bool:
         """Whether ``/<key>.txt`` on this host answers with ``key``."""
         return key == self.key or key in self.previous_keys
