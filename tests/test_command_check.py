@@ -928,13 +928,14 @@ def test_the_app_without_its_middleware_warns(
 
 @pytest.fixture
 def dev_server() -> Iterator[str]:
-    """``manage.py runserver`` of the test project on http://127.0.0.1, its BASE_URL."""
+    """``manage.py runserver`` of the test project on http://127.0.0.1, its BASE_URL (a
+    loopback host: ``ALLOW_PRIVATE_HOSTS``)."""
     port = services.free_port()
     base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "INDEXNOW_TEST_OVERRIDES": json.dumps({"BASE_URL": base}),
+        "INDEXNOW_TEST_OVERRIDES": json.dumps({"BASE_URL": base, "ALLOW_PRIVATE_HOSTS": True}),
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -964,7 +965,7 @@ def dev_server() -> Iterator[str]:
 def test_an_http_site_is_checked_over_http(
     indexnow_settings: Callable[..., Any], dev_server: str, run_check: Any
 ) -> None:
-    indexnow_settings(BASE_URL=dev_server)
+    indexnow_settings(BASE_URL=dev_server, ALLOW_PRIVATE_HOSTS=True)
 
     output, error = run_check()
 

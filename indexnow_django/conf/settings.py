@@ -21,7 +21,7 @@ from ..protocol.client import RetryPolicy
 from ..protocol.masking import mask_keys
 from ..protocol.normalize import normalize_url
 from .declared import KEYS, TRANSPORTS, Declared
-from .hosts import HostConfig, LiveHosts
+from .hosts import HostConfig, Hosts, LiveHosts
 from .rules import merged, validate
 
 
@@ -84,7 +84,7 @@ class IndexNowSettings(Declared):
         return normalize_url(base_url).rstrip("/")
 
     @property
-    def hosts(self) -> Mapping[str, HostConfig]:
+    def hosts(self) -> Hosts:
         """The hosts URLs may be submitted for, each with its key and key file; those
         that come from code are read again within seconds (see :mod:`.hosts`)."""
         return self._live_hosts.get(self)
