@@ -477,3 +477,30 @@ class TestHostsThatCannotBePublic:
         assert [post.urls for post in engine.posts] == [["http://wiki.corp.internal/a/"]]
         output, _ = check_output()
         assert "cannot be public" not in output
+
+
+def hosts_with_a_key_read_from_a_file() -> dict[str, dict[str, str]]:
+    """A tenant whose key came from a file with its final line break (``HOSTS``)."""
+    return {"www.example.com": {}, "acme.example.org": {"KEY": "acme-key-0123456789\n"}}
+
+
+@pytest.mark.indexnow(**AT_ONCE)
+@pytest.mark.django_db
+def test_a_key_with_a_line_break_from_the_hosts_function_is_never_sent(
+    engine: Any, indexnow_settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Keys read at run time are checked as the settings are: the host is skipped, with an
+    ERROR line naming its key masked."""
+    indexnow_settings(HOSTS=f"{__name__}.hosts_with_a_key_read_from_a_file")
+    caplog.set_level(logging.ERROR, logger="indexnow_django")
+
+    report = deliver_now(["https://acme.example.org/a/", "/b/"])
+
+    assert [(post.json["host"], post.json["key"]) for post in engine.posts] == [
+        ("www.example.com", "test-key-0123456789")
+    ]
+    assert [url for url, _ in report.dropped] == ["https://acme.example.org/a/"]
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert "INDEXNOW['HOSTS']['acme.example.org']['KEY'] acme… must be" in error
+    assert "it ends with a line break" in error
+    assert "acme-key-0123456789" not in error

@@ -6,7 +6,9 @@ run time is then served and submitted without a restart. :class:`LiveHosts`
 keeps what one settings object last read and reads it again when
 :data:`HOSTS_REFRESH_SECONDS` have passed, or sooner (at most once per
 :data:`HOSTS_REREAD_SECONDS`) when a host is asked for that is not among them.
-Hosts that come from the settings alone are read once.
+Hosts that come from the settings alone are read once. A host that cannot be
+public (``localhost``, a private address, a fresh Site's ``example.com``) is left
+out wherever it came from, and named (:class:`Hosts`).
 """
 
 from __future__ import annotations
