@@ -364,7 +364,11 @@ def test_a_whole_delivery_cycle_leaves_the_key_nowhere(
 
     admin = django_user_model.objects.create_superuser("admin", "admin@example.com", "pw")
     client.force_login(admin)
-    pages = ["/admin/indexnow/delivery/", "/admin/indexnow/delivery/submit/"]
+    pages = [
+        "/admin/indexnow/delivery/",
+        "/admin/indexnow/delivery/submit/",
+        "/admin/indexnow/delivery/report/",
+    ]
     pages += [
         f"/admin/indexnow/delivery/{pk}/change/"
         for pk in Delivery.objects.values_list("pk", flat=True)
