@@ -416,6 +416,15 @@ KEY_FILE_FETCHES = 32
 def _hosts_section(
     diag: Diagnosis, conf: IndexNowSettings, *, offline: bool, timeout: float
 ) -> None:
+    for host, why in conf.hosts.not_public.items():
+        diag.add(
+            "hosts",
+            Status.FAIL,
+            f"{host}: cannot be public ({why}): its URLs are never sent to an engine",
+            "Give the site's public host there (BASE_URL, HOSTS, the Site's domain). A site "
+            "whose engine is on its own network sets INDEXNOW['ALLOW_PRIVATE_HOSTS'].",
+            host=host,
+        )
     hosts = list(conf.hosts.items())
     fetched: dict[str, Any] = {}
     if not offline and hosts:

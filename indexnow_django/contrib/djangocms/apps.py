@@ -78,6 +78,8 @@ class IndexNowDjangoCMSConfig(integration.IntegrationConfig):
     name = "indexnow_django.contrib.djangocms"
     label = "indexnow_djangocms"
     verbose_name = "IndexNow for django CMS"
+    #: Where its hosts come from, as messages about a host name it.
+    indexnow_hosts_origin = "a django.contrib.sites domain"
 
     required_apps = REQUIRED_APPS
     site_model = "sites.Site"

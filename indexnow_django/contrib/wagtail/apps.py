@@ -29,6 +29,8 @@ class IndexNowWagtailConfig(integration.IntegrationConfig):
     name = "indexnow_django.contrib.wagtail"
     label = "indexnow_wagtail"
     verbose_name = "IndexNow for Wagtail"
+    #: Where its hosts come from, as messages about a host name it.
+    indexnow_hosts_origin = "a Wagtail Site"
 
     required_apps = ("wagtail", "indexnow_django")
     site_model = "wagtailcore.Site"
