@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -35,11 +36,13 @@ def serve(
     log_dir: Path,
     *,
     settings: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
     workers: int = 1,
 ) -> Iterator[WebServer]:
     """``kind`` ``"asgi"`` (uvicorn) or ``"wsgi"`` (gunicorn's sync workers) serving the test
     project with ``tests.testapp.urls``; ``settings``: top-level settings merged over the
-    suite's (``INDEXNOW_TEST_SETTINGS``). No system checks run, as under any such server."""
+    suite's (``INDEXNOW_TEST_SETTINGS``); ``overrides``: ``INDEXNOW`` keys over those the
+    test's marks gave. No system checks run, as under any such server."""
     port = free_port()
     command: Sequence[str]
     if kind == "asgi":
@@ -52,11 +55,14 @@ def serve(
         command = [
             *(sys.executable, "-m", "gunicorn", "django.core.wsgi:get_wsgi_application()"),
             *("--bind", f"127.0.0.1:{port}", "--workers", str(workers)),
+            *(("--no-control-socket",) if _gunicorn_has_control_socket() else ()),
         ]
+    marked = json.loads(os.environ.get("INDEXNOW_TEST_OVERRIDES", "{}"))
     env = django_env(
         INDEXNOW_TEST_SETTINGS=json.dumps(
             {"ROOT_URLCONF": "tests.testapp.urls", **(settings or {})}
-        )
+        ),
+        INDEXNOW_TEST_OVERRIDES=json.dumps({**marked, **(overrides or {})}),
     )
     log = log_dir / f"{kind}-{port}.log"
     base = f"http://127.0.0.1:{port}"
@@ -81,3 +87,11 @@ def serve(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+
+
+def _gunicorn_has_control_socket() -> bool:
+    """Whether this gunicorn opens a control socket, at a path every server shares unless
+    told otherwise (``--no-control-socket``)."""
+    from gunicorn.config import KNOWN_SETTINGS
+
+    return any(setting.name == "control_socket_disable" for setting in KNOWN_SETTINGS)

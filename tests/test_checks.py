@@ -80,7 +80,8 @@ def test_missing_key(settings):
 
 
 @pytest.mark.parametrize(
-    "key", ["short", "x" * 129, "has space in it", "under_score_key", 12345678]
+    "key",
+    ["short", "x" * 129, "has space in it", "under_score_key", 12345678, "read-from-a-file\n"],
 )
 def test_malformed_key(settings, key):
     assert errors_for(settings, {**VALID, "KEY": key}) == [

@@ -33,7 +33,7 @@ from .declared import (
     where,
 )
 
-KEY_RE = re.compile(r"^[A-Za-z0-9-]{8,128}$")
+KEY_RE = re.compile(r"\A[A-Za-z0-9-]{8,128}\Z")  # \Z: "$" would take a trailing newline
 
 #: The keys printed in the documentation. A site that copied one instead of
 #: making its own would publish a key anyone can read, so the checks refuse them
