@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import sys
@@ -38,7 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 _ids = count(1)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 #: This process's id, kept up to date in forked children (no system call per URL).
@@ -296,6 +299,16 @@ class batch:
     def __init__(self) -> None:
         self._collector: Collector | None = None
         self._token: contextvars.Token[Collector | None] | None = None
+
+    def __call__(self, func: Callable[_P, _R]) -> Callable[_P, _R]:
+        """As a decorator (``@batch()``): each call of ``func`` is a block of its own."""
+
+        @functools.wraps(func)
+        def in_batch(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with batch():
+                return func(*args, **kwargs)
+
+        return in_batch
 
     def __enter__(self) -> Collector:
         collector = self._collector = Collector("batch")

@@ -69,6 +69,17 @@ def test_batch_flushes_once_at_its_end(engine: Any, flushes: list[list[str]]) ->
     assert [p.urls for p in engine.posts] == [[f"{BASE}/one/", f"{BASE}/two/"]]
 
 
+def test_batch_as_a_decorator_flushes_once_per_call(flushes: list[list[str]]) -> None:
+    @batch()
+    def save(path: str) -> None:
+        page(f"{path}1/")
+        page(f"{path}2/")
+
+    save("/a/")
+    save("/b/")
+    assert flushes == [["/a/1/", "/a/2/"], ["/b/1/", "/b/2/"]]
+
+
 @pytest.mark.parametrize("form", ["async with", "with"])
 def test_a_batch_in_a_coroutine_works_its_urls_out_where_the_orm_may_run(
     engine: Any, flushes: list[list[str]], form: str
