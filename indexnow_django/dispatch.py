@@ -176,6 +176,9 @@ def _send_kept() -> None:
     finally:
         connections.close_all()  # this thread's
     _kept_looked_for = True
+    # Merged, as a worker merges kept rows: one flush (one POST per host and engine) for
+    # the whole backlog, two when some rows ignore the debounce store.
+    merged: dict[bool, tuple[dict[str, None], set[str]]] = {}
     for row in rows:
         logger.info(
             "IndexNow kept batch=%s count=%d flushed again (kept %s: %s)",
@@ -184,6 +187,10 @@ def _send_kept() -> None:
             row.kept_at.isoformat(),
             row.reason,
         )
+        urls, gone = merged.setdefault(row.force, ({}, set()))
+        urls.update(dict.fromkeys(row.url_list))
+        gone.update(row.gone_list)
+    for force, (urls, gone) in merged.items():
         # As a flush with no unit: through the interceptors, normalized with these settings.
-        dispatch(row.url_list, gone=row.gone_list, force=row.force)
+        dispatch(list(urls), gone=gone, force=force)
     connections.close_all()

@@ -214,15 +214,18 @@ def test_with_no_worker_to_send_them_the_first_flush_with_valid_settings_does(
     valid = settings.INDEXNOW
     settings.INDEXNOW = {**valid, "ENGINES": ["bingo"]}
     dispatch(["/kept/", "/kept-gone/"], gone=["/kept-gone/"])
-    assert PendingSubmission.objects.count() == 1
+    dispatch(["/kept/", "/kept-2/"])
+    assert PendingSubmission.objects.count() == 2
     assert engine.posts == []
 
     settings.INDEXNOW = valid
     monkeypatch.setattr(module, "_kept_looked_for", None)  # a process started with them
     dispatch(["/a/"])
-    posts = engine.wait_for_posts(2)
-    assert sorted(url for post in posts for url in post.urls) == [
-        A,
+    [first, kept] = engine.wait_for_posts(2)
+    assert first.urls == [A]
+    # The two kept flushes in one POST, each URL once.
+    assert sorted(kept.urls) == [
+        "https://www.example.com/kept-2/",
         "https://www.example.com/kept-gone/",
         "https://www.example.com/kept/",
     ]
