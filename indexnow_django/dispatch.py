@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from .conf import get_settings, is_enabled
 from .delivery.parcel import Parcel
-from .delivery.pending import keep_unsettled, take_unsettled
+from .delivery.pending import DRAIN_SLICE, PendingSubmission, keep_unsettled, take_unsettled
 from .delivery.send import clean_urls, gone_urls
 from .exceptions import IndexNowConfigError
 from .transports import chosen
@@ -168,16 +168,23 @@ def _send_kept() -> None:
     from django.db import connections
 
     try:
-        rows = take_unsettled()
+        while True:
+            rows = take_unsettled()
+            _kept_looked_for = True
+            _flush_kept(rows)
+            if len(rows) < DRAIN_SLICE:
+                break
     except Exception as exc:  # no table yet, no database here: the next flush looks again
         logger.debug("IndexNow could not look for URLs kept in the database: %s", exc)
-        _kept_looked_for = None
-        return
+        if not _kept_looked_for:
+            _kept_looked_for = None
     finally:
         connections.close_all()  # this thread's
-    _kept_looked_for = True
-    # Merged, as a worker merges kept rows: one flush (one POST per host and engine) for
-    # the whole backlog, two when some rows ignore the debounce store.
+
+
+def _flush_kept(rows: list[PendingSubmission]) -> None:
+    """Flush the URLs of kept ``rows`` again, merged as a worker merges them: one flush (one
+    POST per host and engine) for them all, two when some ignore the debounce store."""
     merged: dict[bool, tuple[dict[str, None], set[str]]] = {}
     for row in rows:
         logger.info(
@@ -191,6 +198,6 @@ def _send_kept() -> None:
         urls.update(dict.fromkeys(row.url_list))
         gone.update(row.gone_list)
     for force, (urls, gone) in merged.items():
-        # As a flush with no unit: through the interceptors, normalized with these settings.
+        # As a flush with no unit: through the interceptors, normalized with these settings
+        # (kept again, as one row, if they are invalid once more).
         dispatch(list(urls), gone=gone, force=force)
-    connections.close_all()
