@@ -28,8 +28,10 @@ logged and the request, command or save carries on.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import sys
@@ -37,8 +39,9 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from .compat import PendingCallback, run_commands_in
@@ -67,6 +70,8 @@ __all__ = [
 ]
 
 _ids = count(1)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 #: This process's id, kept up to date in forked children (no system call per URL).
@@ -134,8 +139,10 @@ class Collector:
         return self.open and self._pid == _pid
 
     def add(self, urls: Iterable[str]) -> None:
-        if self.waiting:
-            self.settle()  # what came first stays first
+        if self.waiting and not in_event_loop():
+            # What came first stays first. In an event loop (``submit()`` from an async
+            # view) the ORM may not run: the changes waiting are worked out at the flush.
+            self.settle()
         with self._lock:
             for url in urls:
                 self.urls[url] = isinstance(url, GoneURL)
@@ -171,8 +178,20 @@ class Collector:
     ) -> None:
         """Close the unit and hand its URLs to ``dispatch`` in one call. Never raises.
 
-        ``after_response``: the request's response has gone out already.
+        ``after_response``: the request's response has gone out already. Called in an
+        event loop (a ``with batch()`` block in a coroutine), the flush runs in a thread of
+        its own, where the ORM may work the URLs out, and the loop waits for it; an
+        ``async with batch()`` block awaits it instead (see :func:`batch`).
         """
+        if in_event_loop():
+            off_loop = threading.Thread(
+                target=contextvars.copy_context().run,
+                args=(self._flush_off_loop, response, after_response),
+                name=f"indexnow-flush-{self.id}",
+            )
+            off_loop.start()
+            off_loop.join()
+            return
         try:
             self.settle()
         except Exception:
@@ -194,6 +213,29 @@ class Collector:
             after_response=after_response,
             unit=self.id,
         )
+
+    def _flush_off_loop(self, response: HttpResponseBase | None, after_response: bool) -> None:
+        try:
+            self.flush(response=response, after_response=after_response)
+        finally:
+            connections.close_all()  # this thread's
+
+    async def aflush(self) -> None:
+        """:meth:`flush` from a coroutine: the database work runs where the ORM may run
+        (asgiref's thread-sensitive thread), and the event loop goes on meanwhile."""
+        await sync_to_async(self.flush, thread_sensitive=True)()
+
+
+def in_event_loop() -> bool:
+    """Whether this thread runs an event loop, where Django's ORM refuses to run (unless
+    ``DJANGO_ALLOW_ASYNC_UNSAFE`` is set, as Django reads it)."""
+    if os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE"):
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _gone(urls: dict[str, bool]) -> list[str]:
@@ -243,18 +285,59 @@ def unit(kind: str, *, hold: float | None = None) -> Iterator[Collector]:
         collector.open = False
 
 
-@contextlib.contextmanager
-def batch() -> Iterator[Collector]:
+class batch:
     """Collect the URLs that the block produces and flush them once at its end.
 
     The block gets a fresh collector even inside another unit of work; URLs of
     a transaction still open when the block ends are flushed when it commits.
+    In a coroutine, ``async with batch():`` flushes without holding up the event
+    loop (the URLs are worked out and dispatched in asgiref's thread-sensitive
+    thread, where the ORM may run); a plain ``with batch():`` there flushes in a
+    thread of its own while the loop waits.
     """
-    with unit("batch") as collector:
+
+    def __init__(self) -> None:
+        self._collector: Collector | None = None
+        self._token: contextvars.Token[Collector | None] | None = None
+
+    def __call__(self, func: Callable[_P, _R]) -> Callable[_P, _R]:
+        """As a decorator (``@batch()``): each call of ``func`` is a block of its own."""
+
+        @functools.wraps(func)
+        def in_batch(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with batch():
+                return func(*args, **kwargs)
+
+        return in_batch
+
+    def __enter__(self) -> Collector:
+        collector = self._collector = Collector("batch")
+        self._token = _current.set(collector)
+        return collector
+
+    def _left(self) -> None:
+        collector, token = self._collector, self._token
+        assert collector is not None and token is not None, "batch() block not entered"
+        with contextlib.suppress(ValueError):  # left in another context than entered
+            _current.reset(token)
+        collector.open = False
+
+    def __exit__(self, *exc_info: object) -> None:
         try:
-            yield collector
+            assert self._collector is not None, "batch() block not entered"
+            self._collector.flush()
         finally:
-            collector.flush()
+            self._left()
+
+    async def __aenter__(self) -> Collector:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            assert self._collector is not None, "batch() block not entered"
+            await self._collector.aflush()
+        finally:
+            self._left()
 
 
 def submit(urls: Iterable[str] | str) -> None:

@@ -654,17 +654,24 @@ def _contributed_sections(diag: Diagnosis) -> None:
                 diag.add(section, Status(status), message, **data)
 
 
-def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
-    """URLs kept in the database because no queue could take them (see :mod:`.pending`)."""
+def _pending_section(diag: Diagnosis, conf: IndexNowSettings | None) -> None:
+    """URLs kept in the database because no queue could take them, or because the settings
+    of the process that flushed them were invalid (see :mod:`.delivery.pending`)."""
     from django.db import DatabaseError
     from django.db.models import Count, Min
     from django.utils import timezone
 
-    from .delivery.pending import PendingSubmission
+    from .delivery.pending import SETTINGS_INVALID, PendingSubmission
 
     table = PendingSubmission._meta.db_table
+    unsettled = PendingSubmission.objects.filter(reason__startswith=SETTINGS_INVALID)
     try:
         rows = PendingSubmission.objects.aggregate(count=Count("pk"), oldest=Min("kept_at"))
+        urls = sum(
+            len([url for url in text.split(PendingSubmission.SEPARATOR) if url])
+            for text in unsettled.values_list("urls", flat=True).iterator()
+        )
+        latest = unsettled.order_by("-kept_at", "-pk").values_list("reason", "kept_at").first()
     except DatabaseError as exc:
         diag.add(
             "jobs",
@@ -674,9 +681,27 @@ def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
             "Run manage.py migrate.",
         )
         return
-    count = rows["count"]
+    command = (
+        f"python manage.py rqworker {conf.queue_name if conf is not None else 'default'} "
+        "--with-scheduler"
+    )
+    if latest is not None:
+        reason, kept_at = latest
+        diag.add(
+            "jobs",
+            Status.FAIL,
+            f"{urls} URL(s) kept in the database (table {table}), not sent, because the "
+            "settings were invalid in the process that flushed them (the latest "
+            f"{(timezone.now() - kept_at).total_seconds():.0f}s ago): {reason}",
+            "Fix settings.INDEXNOW where every process reads it and restart the web "
+            "processes; a worker of class indexnow_django.worker.Worker with valid settings "
+            f"sends the kept URLs: {command}",
+            kept_unsettled=urls,
+        )
+    count = rows["count"] - unsettled.count() if latest is not None else rows["count"]
     if not count:
-        diag.add("jobs", Status.OK, f"no URLs wait in the database (table {table})", pending=0)
+        if latest is None:
+            diag.add("jobs", Status.OK, f"no URLs wait in the database (table {table})", pending=0)
         return
     age = (timezone.now() - rows["oldest"]).total_seconds()
     diag.add(
@@ -686,7 +711,7 @@ def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
         f"{age:.0f}s ago): URLs that no queue could take and the web process could not "
         "deliver",
         "A worker of class indexnow_django.worker.Worker queues them once Redis takes jobs: "
-        f"python manage.py rqworker {conf.queue_name} --with-scheduler",
+        f"{command}",
         pending=count,
     )
 
@@ -697,6 +722,7 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     conf = _settings_section(diag)
     _check_findings(diag)
     if conf is None:
+        _pending_section(diag, None)
         return diag
     transport = _dispatch_section(diag, conf)
     timeout = http_timeout if http_timeout is not None else conf.http_timeout
