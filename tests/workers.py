@@ -85,6 +85,11 @@ class WorkerProcess:
         if self.with_scheduler:
             command.append("--with-scheduler")
         command.extend(self.extra_args)
+        self.spawn(command, env)
+        return self
+
+    def spawn(self, command: list[str], env: dict[str, str]) -> None:
+        """Start ``command`` in a session of its own, its output to the log file."""
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
                 command,
@@ -94,7 +99,6 @@ class WorkerProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        return self
 
     @property
     def pid(self) -> int:
@@ -210,15 +214,7 @@ class DbWorkerProcess(WorkerProcess):
             self.name,
             *self.extra_args,
         ]
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.spawn(command, env)
         self.wait_for_output("Starting worker", timeout=30)
         return self
 
@@ -249,15 +245,7 @@ class CeleryWorkerProcess(WorkerProcess):
             "INFO",
             *self.extra_args,
         ]
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.spawn(command, env)
         self.wait_for_output(" ready.", timeout=60)
         return self
 
