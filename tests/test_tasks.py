@@ -247,6 +247,24 @@ def test_db_worker_delivers_the_task(indexnow_settings, engine, start_db_worker)
 
 
 @pytest.mark.worker
+def test_db_worker_at_the_shipped_throttle_a_flush_is_one_task(
+    indexnow_settings, engine, start_db_worker
+):
+    """At the shipped defaults (the throttle on, the debounce store in the worker's memory),
+    the task of a flush sends to a quiet engine itself: no second task for a wait of 0.0s."""
+    overrides = {"DISPATCH": "tasks", "TASKS": {"BACKEND": "database", "QUEUE_NAME": "default"}}
+    indexnow_settings(**overrides)
+    dispatch(["/a/"])
+    worker = start_db_worker(overrides)
+
+    [post] = engine.wait_for_posts(1, timeout=30)
+    assert post.urls == [A]
+    [row] = wait_for_rows(STATUS.SUCCESSFUL, 1)
+    assert row.return_value["accepted"] == 1
+    assert "IndexNow throttled" not in worker.output()
+
+
+@pytest.mark.worker
 def test_db_worker_429_is_sent_again_after_retry_after(indexnow_settings, engine, start_db_worker):
     overrides = tasks_settings(indexnow_settings, RETRY={**FAST_RETRY, "BASE_DELAY": 30})
     engine.queue_replies(Reply(429, headers={"Retry-After": "2"}))
