@@ -137,11 +137,18 @@ def build_tasks(conf: IndexNowSettings) -> None:
 # --------------------------------------------------------------------------- worker marks
 #
 # Whether a worker takes this app's tasks, on a backend whose queue cannot be read (Celery,
-# rq): each enqueue of a task due now leaves the moment in the debounce cache unless one is
-# there already (the oldest not yet taken), and each of the app's tasks that starts removes
-# it and leaves its own moment. On django-tasks-db the table says it all (see .diagnose).
+# rq): an enqueue of a task due now leaves the moment in the debounce cache unless one is
+# there already (the oldest not yet taken; each process looks at most every MARK_EVERY
+# seconds), and each of the app's tasks that starts removes it and leaves its own moment.
+# On django-tasks-db the table says it all (see .diagnose).
 
 _MARK_TTL = 7 * 24 * 3600
+#: A process leaves the waiting mark at most this often (seconds): a request pays the
+#: enqueue and, now and then, one look at the cache; a stopped worker is found that much
+#: later at most.
+MARK_EVERY = 10.0
+#: When this process last left the waiting mark, by key.
+_marked: dict[str, float] = {}
 
 
 def _mark_keys(conf: IndexNowSettings) -> tuple[str, str]:
@@ -155,8 +162,12 @@ def _note_waiting(conf: IndexNowSettings, task_backend: Any) -> None:
         return
     from django.core.cache import caches
 
+    key, now = _mark_keys(conf)[0], time.time()
+    if now - _marked.get(key, 0.0) < MARK_EVERY:
+        return
+    _marked[key] = now
     try:
-        caches[conf.debounce_cache].add(_mark_keys(conf)[0], time.time(), timeout=_MARK_TTL)
+        caches[conf.debounce_cache].add(key, now, timeout=_MARK_TTL)
     except Exception as exc:
         logger.debug("IndexNow could not mark a waiting task (%s: %s)", type(exc).__name__, exc)
 
