@@ -2,7 +2,8 @@
 
 A unit of work is an HTTP request (:class:`~indexnow_django.middleware.IndexNowMiddleware`),
 a management command (see :func:`command_unit`; none with ``COMMAND_UNITS: False``), a
-job run by the rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), or
+job run by the rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), a
+Celery task (see :func:`connect_celery`), or
 ``with batch(): ...``. Each has its own :class:`Collector`,
 held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
@@ -62,6 +63,7 @@ __all__ = [
     "collect",
     "collect_on_commit",
     "command_unit",
+    "connect_celery",
     "connect_tasks",
     "current",
     "hand_over",
@@ -492,17 +494,25 @@ _task_units: contextvars.ContextVar[
 
 def _task_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
     """A task starts: it gets a unit of work of its own, even inside another one."""
-    collector = Collector("task")
-    token = _current.set(collector)
-    _task_units.set((*_task_units.get(), (str(task_result.id), collector, token)))
+    _begin_task(str(task_result.id))
 
 
 def _task_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
     """A task ended (successful or failed): flush its unit once."""
+    _end_task(str(task_result.id))
+
+
+def _begin_task(task_id: str) -> None:
+    collector = Collector("task")
+    token = _current.set(collector)
+    _task_units.set((*_task_units.get(), (task_id, collector, token)))
+
+
+def _end_task(task_id: str) -> None:
     units = _task_units.get()
     for index in range(len(units) - 1, -1, -1):
-        task_id, collector, token = units[index]
-        if task_id == str(task_result.id):
+        if units[index][0] == task_id:
+            _, collector, token = units[index]
             break
     else:
         return
@@ -525,6 +535,31 @@ def connect_tasks() -> None:
         uid = f"indexnow_django.collector.{module.__name__}"
         module.task_started.connect(_task_started, dispatch_uid=f"{uid}.started")
         module.task_finished.connect(_task_finished, dispatch_uid=f"{uid}.finished")
+
+
+def _celery_prerun(sender: Any = None, task_id: Any = None, **kwargs: Any) -> None:
+    """A Celery task starts (a ``@shared_task`` of the site's, or the one that runs a
+    ``django.tasks`` task, whose own unit then nests inside)."""
+    _begin_task(f"celery:{task_id}")
+
+
+def _celery_postrun(sender: Any = None, task_id: Any = None, **kwargs: Any) -> None:
+    """A Celery task ended, whatever its state: flush its unit once."""
+    _end_task(f"celery:{task_id}")
+
+
+def connect_celery() -> None:
+    """Make every Celery task a unit of work, flushed when it ends, through Celery's
+    ``task_prerun`` and ``task_postrun`` signals; nothing where Celery is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("celery") is None:
+        return
+    from celery import signals as celery_signals
+
+    uid = "indexnow_django.collector.celery"
+    celery_signals.task_prerun.connect(_celery_prerun, weak=False, dispatch_uid=f"{uid}.prerun")
+    celery_signals.task_postrun.connect(_celery_postrun, weak=False, dispatch_uid=f"{uid}.postrun")
 
 
 # Management commands ---------------------------------------------------------
