@@ -680,6 +680,8 @@ def _start_services(stack: contextlib.ExitStack, args: argparse.Namespace) -> It
         "INDEXNOW_BASE_URL": site,
         "INDEXNOW_ENGINES": engine.url,
         "INDEXNOW_DRY_RUN": "0",
+        # The site is on 127.0.0.1, as is the stand-in engine it sends to.
+        "INDEXNOW_ALLOW_PRIVATE_HOSTS": "1",
         "INDEXNOW_DISPATCH": "auto",
         "INDEXNOW_QUEUE": queue,
         # Short delays, so that a retry comes within the demo's minute.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from django import forms
@@ -71,10 +71,12 @@ OUTCOME_COLOURS = {
 #: Seconds the detail page waits for Redis when it looks a job up.
 JOB_LOOKUP_TIMEOUT = 1.0
 
-#: When a POST was sent, on its record and in the list's tooltip (24 hours, seconds) ...
-SENT_FORMAT = "M j, Y, H:i:s"
-#: ... and in the list, where the year is left out: the history keeps days.
-SENT_FORMAT_IN_LIST = "M j, H:i:s"
+#: A moment on every page of the app (the list, a record, the notice above the list, an
+#: object's panel): the admin's own, localized for the active language.
+SENT_FORMAT = "DATETIME_FORMAT"
+#: A day (the chart's tooltips), and under the chart's bars.
+DAY_FORMAT = "DATE_FORMAT"
+DAY_LABEL_FORMAT = "MONTH_DAY_FORMAT"
 #: Characters of a record's URL text the list reads for its first URL.
 FIRST_URL_READ = 2000
 #: A cell of the list at most that many ems wide, clipped with an ellipsis.
@@ -120,7 +122,7 @@ def chart(series: Sequence[tuple[date, dict[str, int]]]) -> dict[str, Any]:
                     "width": round(slot * 0.8, 1),
                     "height": round(max(h, 0.5), 1),
                     "colour": colour,
-                    "title": f"{day.isoformat()}: {count} {labels[outcome]}",
+                    "title": f"{date_format(day, DAY_FORMAT)}: {count} {labels[outcome]}",
                 }
             )
         summary = [f"{counts[o]} {labels[o]}" for o in OUTCOME_COLOURS if counts.get(o)]
@@ -129,7 +131,7 @@ def chart(series: Sequence[tuple[date, dict[str, int]]]) -> dict[str, Any]:
                 "day": day,
                 "total": sum(counts.values()),
                 "parts": parts,
-                "label": day.strftime("%b %d") if index % label_every == 0 else "",
+                "label": date_format(day, DAY_LABEL_FORMAT) if index % label_every == 0 else "",
                 "label_x": round(x + slot / 2, 1),
                 "summary": ", ".join(summary) or "0",
             }
@@ -385,23 +387,14 @@ class DeliveryAdmin(_ModelAdmin):
 
     @admin.display(description=_("sent at"), ordering="sent_at")
     def sent(self, obj: Delivery) -> str:
-        """Month, day and time (24 hours, seconds): the history keeps days, not years; the
-        year is in the tooltip and on the record."""
-        when = localtime(obj.sent_at)
-        return format_html(
-            '<time datetime="{}" title="{}">{}</time>',
-            when.isoformat(),
-            date_format(when, SENT_FORMAT),
-            date_format(when, SENT_FORMAT_IN_LIST),
-        )
+        """When, as the admin shows any moment (:data:`SENT_FORMAT`); to the second in the
+        ``<time>`` element's ``datetime``."""
+        return _moment(obj.sent_at)
 
     @admin.display(description=_("sent at"))
     def sent_at_html(self, obj: Delivery) -> str:
-        """The same time as in the list, with the year."""
-        when = localtime(obj.sent_at)
-        return format_html(
-            '<time datetime="{}">{}</time>', when.isoformat(), date_format(when, SENT_FORMAT)
-        )
+        """The same as in the list."""
+        return _moment(obj.sent_at)
 
     @admin.display(description=_("engine"), ordering="engine")
     def engine_name(self, obj: Delivery) -> str:
@@ -622,6 +615,13 @@ def _form_context(form: SubmitURLsForm) -> dict[str, Any]:
     # AdminForm renders any form; its stubs ask for a ModelForm.
     adminform = helpers.AdminForm(form, fieldsets, {})  # type: ignore[arg-type]
     return {"form": form, "adminform": adminform}
+
+
+def _moment(when: datetime) -> str:
+    local = localtime(when)
+    return format_html(
+        '<time datetime="{}">{}</time>', local.isoformat(), date_format(local, SENT_FORMAT)
+    )
 
 
 def _settings_or_none() -> IndexNowSettings | None:

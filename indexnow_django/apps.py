@@ -23,3 +23,7 @@ class IndexNowConfig(AppConfig):
         tracking.connect()
         collector.install_command_units(conf.command_units_enabled())
         collector.connect_tasks()
+        collector.connect_celery()
+        from .transports.tasks import build_at_start
+
+        build_at_start()

@@ -2,7 +2,8 @@
 
 A unit of work is an HTTP request (:class:`~indexnow_django.middleware.IndexNowMiddleware`),
 a management command (see :func:`command_unit`; none with ``COMMAND_UNITS: False``), a
-job run by the rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), or
+job run by the rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), a
+Celery task (see :func:`connect_celery`), or
 ``with batch(): ...``. Each has its own :class:`Collector`,
 held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
@@ -28,8 +29,10 @@ logged and the request, command or save carries on.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import sys
@@ -37,8 +40,9 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from .compat import PendingCallback, run_commands_in
@@ -59,6 +63,7 @@ __all__ = [
     "collect",
     "collect_on_commit",
     "command_unit",
+    "connect_celery",
     "connect_tasks",
     "current",
     "hand_over",
@@ -67,6 +72,8 @@ __all__ = [
 ]
 
 _ids = count(1)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 #: This process's id, kept up to date in forked children (no system call per URL).
@@ -134,8 +141,10 @@ class Collector:
         return self.open and self._pid == _pid
 
     def add(self, urls: Iterable[str]) -> None:
-        if self.waiting:
-            self.settle()  # what came first stays first
+        if self.waiting and not in_event_loop():
+            # What came first stays first. In an event loop (``submit()`` from an async
+            # view) the ORM may not run: the changes waiting are worked out at the flush.
+            self.settle()
         with self._lock:
             for url in urls:
                 self.urls[url] = isinstance(url, GoneURL)
@@ -171,8 +180,20 @@ class Collector:
     ) -> None:
         """Close the unit and hand its URLs to ``dispatch`` in one call. Never raises.
 
-        ``after_response``: the request's response has gone out already.
+        ``after_response``: the request's response has gone out already. Called in an
+        event loop (a ``with batch()`` block in a coroutine), the flush runs in a thread of
+        its own, where the ORM may work the URLs out, and the loop waits for it; an
+        ``async with batch()`` block awaits it instead (see :func:`batch`).
         """
+        if in_event_loop():
+            off_loop = threading.Thread(
+                target=contextvars.copy_context().run,
+                args=(self._flush_off_loop, response, after_response),
+                name=f"indexnow-flush-{self.id}",
+            )
+            off_loop.start()
+            off_loop.join()
+            return
         try:
             self.settle()
         except Exception:
@@ -194,6 +215,29 @@ class Collector:
             after_response=after_response,
             unit=self.id,
         )
+
+    def _flush_off_loop(self, response: HttpResponseBase | None, after_response: bool) -> None:
+        try:
+            self.flush(response=response, after_response=after_response)
+        finally:
+            connections.close_all()  # this thread's
+
+    async def aflush(self) -> None:
+        """:meth:`flush` from a coroutine: the database work runs where the ORM may run
+        (asgiref's thread-sensitive thread), and the event loop goes on meanwhile."""
+        await sync_to_async(self.flush, thread_sensitive=True)()
+
+
+def in_event_loop() -> bool:
+    """Whether this thread runs an event loop, where Django's ORM refuses to run (unless
+    ``DJANGO_ALLOW_ASYNC_UNSAFE`` is set, as Django reads it)."""
+    if os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE"):
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _gone(urls: dict[str, bool]) -> list[str]:
@@ -243,18 +287,59 @@ def unit(kind: str, *, hold: float | None = None) -> Iterator[Collector]:
         collector.open = False
 
 
-@contextlib.contextmanager
-def batch() -> Iterator[Collector]:
+class batch:
     """Collect the URLs that the block produces and flush them once at its end.
 
     The block gets a fresh collector even inside another unit of work; URLs of
     a transaction still open when the block ends are flushed when it commits.
+    In a coroutine, ``async with batch():`` flushes without holding up the event
+    loop (the URLs are worked out and dispatched in asgiref's thread-sensitive
+    thread, where the ORM may run); a plain ``with batch():`` there flushes in a
+    thread of its own while the loop waits.
     """
-    with unit("batch") as collector:
+
+    def __init__(self) -> None:
+        self._collector: Collector | None = None
+        self._token: contextvars.Token[Collector | None] | None = None
+
+    def __call__(self, func: Callable[_P, _R]) -> Callable[_P, _R]:
+        """As a decorator (``@batch()``): each call of ``func`` is a block of its own."""
+
+        @functools.wraps(func)
+        def in_batch(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with batch():
+                return func(*args, **kwargs)
+
+        return in_batch
+
+    def __enter__(self) -> Collector:
+        collector = self._collector = Collector("batch")
+        self._token = _current.set(collector)
+        return collector
+
+    def _left(self) -> None:
+        collector, token = self._collector, self._token
+        assert collector is not None and token is not None, "batch() block not entered"
+        with contextlib.suppress(ValueError):  # left in another context than entered
+            _current.reset(token)
+        collector.open = False
+
+    def __exit__(self, *exc_info: object) -> None:
         try:
-            yield collector
+            assert self._collector is not None, "batch() block not entered"
+            self._collector.flush()
         finally:
-            collector.flush()
+            self._left()
+
+    async def __aenter__(self) -> Collector:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            assert self._collector is not None, "batch() block not entered"
+            await self._collector.aflush()
+        finally:
+            self._left()
 
 
 def submit(urls: Iterable[str] | str) -> None:
@@ -409,17 +494,25 @@ _task_units: contextvars.ContextVar[
 
 def _task_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
     """A task starts: it gets a unit of work of its own, even inside another one."""
-    collector = Collector("task")
-    token = _current.set(collector)
-    _task_units.set((*_task_units.get(), (str(task_result.id), collector, token)))
+    _begin_task(str(task_result.id))
 
 
 def _task_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
     """A task ended (successful or failed): flush its unit once."""
+    _end_task(str(task_result.id))
+
+
+def _begin_task(task_id: str) -> None:
+    collector = Collector("task")
+    token = _current.set(collector)
+    _task_units.set((*_task_units.get(), (task_id, collector, token)))
+
+
+def _end_task(task_id: str) -> None:
     units = _task_units.get()
     for index in range(len(units) - 1, -1, -1):
-        task_id, collector, token = units[index]
-        if task_id == str(task_result.id):
+        if units[index][0] == task_id:
+            _, collector, token = units[index]
             break
     else:
         return
@@ -442,6 +535,31 @@ def connect_tasks() -> None:
         uid = f"indexnow_django.collector.{module.__name__}"
         module.task_started.connect(_task_started, dispatch_uid=f"{uid}.started")
         module.task_finished.connect(_task_finished, dispatch_uid=f"{uid}.finished")
+
+
+def _celery_prerun(sender: Any = None, task_id: Any = None, **kwargs: Any) -> None:
+    """A Celery task starts (a ``@shared_task`` of the site's, or the one that runs a
+    ``django.tasks`` task, whose own unit then nests inside)."""
+    _begin_task(f"celery:{task_id}")
+
+
+def _celery_postrun(sender: Any = None, task_id: Any = None, **kwargs: Any) -> None:
+    """A Celery task ended, whatever its state: flush its unit once."""
+    _end_task(f"celery:{task_id}")
+
+
+def connect_celery() -> None:
+    """Make every Celery task a unit of work, flushed when it ends, through Celery's
+    ``task_prerun`` and ``task_postrun`` signals; nothing where Celery is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("celery") is None:
+        return
+    from celery import signals as celery_signals
+
+    uid = "indexnow_django.collector.celery"
+    celery_signals.task_prerun.connect(_celery_prerun, weak=False, dispatch_uid=f"{uid}.prerun")
+    celery_signals.task_postrun.connect(_celery_postrun, weak=False, dispatch_uid=f"{uid}.postrun")
 
 
 # Management commands ---------------------------------------------------------

@@ -7,12 +7,14 @@ them for a person or as JSON for monitoring; delivery can work when there is
 no FAIL (warnings allowed).
 
 Everything here only reads: Redis with short socket timeouts, key files with
-one ``GET`` each. Nothing is ever posted to an engine, and the key is never
-shown in full (:func:`~indexnow_django.conf.mask_key`).
+one ``GET`` each, each engine's endpoint with a ``GET`` that carries no URL
+and no key (:func:`probe_engine`). Nothing is ever submitted to an engine, and the
+key is never shown in full (:func:`~indexnow_django.conf.mask_key`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from collections.abc import Iterator, Sequence
@@ -37,7 +39,7 @@ from .findings import (
     shown,
 )
 from .protocol.client import USER_AGENT, excerpt
-from .protocol.masking import mask_key, mask_url
+from .protocol.masking import mask_key, mask_url, mask_url_in
 from .transports import Transport, chosen
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ __all__ = [
     "check_key_file",
     "diagnose",
     "network_cause",
+    "probe_engine",
 ]
 
 
@@ -180,6 +183,92 @@ def check_key_file(
     )
 
 
+# --------------------------------------------------------------------------- engines
+
+
+def probe_engine(endpoint: str, timeout: float) -> tuple[Status, str, str | None, dict[str, Any]]:
+    """Whether an IndexNow endpoint is there, without submitting anything.
+
+    One ``GET`` of the endpoint with no ``url`` and no ``key``: an engine answers
+    it with an error of its own (400, 405, 422...), which says it is there. Only when
+    that is a 404 is it asked once more the way submissions ask, a ``POST``, of an
+    empty JSON object (no host, no key, no URL: nothing to accept), in case it routes
+    POSTs alone; a 404 to both says that the path is wrong. No answer at all (a name
+    that does not resolve, a refused connection, TLS that fails) says that the host or
+    port is. Redirects are not followed: a POST sent there would be redirected too,
+    without its body. Bodies are not read. Returns ``(status, message, hint, data)``,
+    the endpoint masked (:func:`mask_url`).
+    """
+    shown_url = mask_url(endpoint)
+    data: dict[str, Any] = {"endpoint": shown_url}
+    check_hint = (
+        "Check the host, port and path of this endpoint in ENGINES (a name such as "
+        "'indexnow' or 'bing' gives the documented endpoint)."
+    )
+
+    def ask(method: str, **body: Any) -> int:
+        with requests.request(
+            method,
+            endpoint,
+            timeout=timeout,
+            allow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
+            stream=True,
+            **body,
+        ) as answer:
+            location.append(answer.headers.get("Location", ""))
+            return answer.status_code
+
+    location: list[str] = []
+    try:
+        status = ask("GET")
+        if status == 404:
+            with contextlib.suppress(requests.RequestException):
+                status = ask("POST", json={})
+    except requests.RequestException as exc:
+        cause = mask_url_in(network_cause(exc, timeout), endpoint)
+        data.update(cause=cause, reachable=False)
+        nowhere = (ConnectionRefusedError, socket.gaierror, requests.exceptions.SSLError)
+        if any(isinstance(cause_, nowhere) for cause_ in _causes(exc)):
+            return (
+                Status.FAIL,
+                f"{shown_url} cannot be reached: {cause}",
+                check_hint + " If this machine cannot reach the engines, run with --offline.",
+                data,
+            )
+        return (
+            Status.WARN,
+            f"{shown_url} did not answer: {cause}; POSTs may fail the same way",
+            "If this machine cannot reach the engines, run with --offline.",
+            data,
+        )
+    data.update(http_status=status, reachable=True)
+    if status == 404:
+        return (
+            Status.FAIL,
+            f"{shown_url} answered 404 Not Found: there is no IndexNow endpoint at that path",
+            check_hint,
+            data,
+        )
+    if 300 <= status < 400:
+        target = mask_url(urljoin(endpoint, location[-1]))
+        data["location"] = target
+        return (
+            Status.WARN,
+            f"{shown_url} answered {status}, a redirect to {target}: a POST redirected "
+            "there loses its URLs",
+            "Put the final URL in ENGINES.",
+            data,
+        )
+    asked = "a GET" if len(location) == 1 else "a POST"
+    return (
+        Status.OK,
+        f"{shown_url} is there ({asked} without URLs answered {status})",
+        None,
+        data,
+    )
+
+
 # --------------------------------------------------------------------------- sections
 
 
@@ -257,16 +346,29 @@ def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> Transport:
     return transport
 
 
-def _engines_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
+def _engines_section(
+    diag: Diagnosis, conf: IndexNowSettings, *, offline: bool, timeout: float
+) -> None:
+    probed: dict[str, Any] = {}
+    if not offline and conf.engines:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(
+            max_workers=len(conf.engines), thread_name_prefix="indexnow-check"
+        ) as pool:
+            futures = {
+                engine.endpoint: pool.submit(probe_engine, engine.endpoint, timeout)
+                for engine in conf.engines
+            }
+            probed = {endpoint: future.result() for endpoint, future in futures.items()}
     for engine in conf.engines:
         endpoint = mask_url(engine.endpoint)
-        diag.add(
-            "engines",
-            Status.OK,
-            f"{mask_url('//' + engine.name).lstrip('/')}: {endpoint}",
-            name=engine.name,
-            endpoint=endpoint,
-        )
+        name = mask_url("//" + engine.name).lstrip("/")
+        if engine.endpoint not in probed:
+            diag.add("engines", Status.OK, f"{name}: {endpoint}", name=name, endpoint=endpoint)
+            continue
+        status, message, hint, data = probed[engine.endpoint]
+        diag.add("engines", status, f"{name}: {message}", hint, name=name, **data)
     per_minute = conf.throttle_per_minute
     if per_minute is None:
         diag.add(
@@ -314,6 +416,15 @@ KEY_FILE_FETCHES = 32
 def _hosts_section(
     diag: Diagnosis, conf: IndexNowSettings, *, offline: bool, timeout: float
 ) -> None:
+    for host, why in conf.hosts.not_public.items():
+        diag.add(
+            "hosts",
+            Status.FAIL,
+            f"{host}: cannot be public ({why}): its URLs are never sent to an engine",
+            "Give the site's public host there (BASE_URL, HOSTS, the Site's domain). A site "
+            "whose engine is on its own network sets INDEXNOW['ALLOW_PRIVATE_HOSTS'].",
+            host=host,
+        )
     hosts = list(conf.hosts.items())
     fetched: dict[str, Any] = {}
     if not offline and hosts:
@@ -488,9 +599,16 @@ def _debounce_section(diag: Diagnosis, conf: IndexNowSettings, worker_hosts: Seq
 
 
 def _models_section(diag: Diagnosis) -> None:
+    from django.apps import apps
+
     from .tracking import ModelIndexNow, registry
 
-    if not registry:
+    # Pages that an installed app tracks with no registration (Wagtail's, django CMS's).
+    found = (getattr(app, "indexnow_tracked", None) for app in apps.get_app_configs())
+    tracked = [str(pages) for pages in found if pages]
+    for pages in tracked:
+        diag.add("models", Status.OK, pages, tracked=pages)
+    if not registry and not tracked:
         diag.add(
             "models",
             Status.WARN,
@@ -536,17 +654,24 @@ def _contributed_sections(diag: Diagnosis) -> None:
                 diag.add(section, Status(status), message, **data)
 
 
-def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
-    """URLs kept in the database because no queue could take them (see :mod:`.pending`)."""
+def _pending_section(diag: Diagnosis, conf: IndexNowSettings | None) -> None:
+    """URLs kept in the database because no queue could take them, or because the settings
+    of the process that flushed them were invalid (see :mod:`.delivery.pending`)."""
     from django.db import DatabaseError
     from django.db.models import Count, Min
     from django.utils import timezone
 
-    from .delivery.pending import PendingSubmission
+    from .delivery.pending import SETTINGS_INVALID, PendingSubmission
 
     table = PendingSubmission._meta.db_table
+    unsettled = PendingSubmission.objects.filter(reason__startswith=SETTINGS_INVALID)
     try:
         rows = PendingSubmission.objects.aggregate(count=Count("pk"), oldest=Min("kept_at"))
+        urls = sum(
+            len([url for url in text.split(PendingSubmission.SEPARATOR) if url])
+            for text in unsettled.values_list("urls", flat=True).iterator()
+        )
+        latest = unsettled.order_by("-kept_at", "-pk").values_list("reason", "kept_at").first()
     except DatabaseError as exc:
         diag.add(
             "jobs",
@@ -556,9 +681,27 @@ def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
             "Run manage.py migrate.",
         )
         return
-    count = rows["count"]
+    command = (
+        f"python manage.py rqworker {conf.queue_name if conf is not None else 'default'} "
+        "--with-scheduler"
+    )
+    if latest is not None:
+        reason, kept_at = latest
+        diag.add(
+            "jobs",
+            Status.FAIL,
+            f"{urls} URL(s) kept in the database (table {table}), not sent, because the "
+            "settings were invalid in the process that flushed them (the latest "
+            f"{(timezone.now() - kept_at).total_seconds():.0f}s ago): {reason}",
+            "Fix settings.INDEXNOW where every process reads it and restart the web "
+            "processes; a worker of class indexnow_django.worker.Worker with valid settings "
+            f"sends the kept URLs: {command}",
+            kept_unsettled=urls,
+        )
+    count = rows["count"] - unsettled.count() if latest is not None else rows["count"]
     if not count:
-        diag.add("jobs", Status.OK, f"no URLs wait in the database (table {table})", pending=0)
+        if latest is None:
+            diag.add("jobs", Status.OK, f"no URLs wait in the database (table {table})", pending=0)
         return
     age = (timezone.now() - rows["oldest"]).total_seconds()
     diag.add(
@@ -568,7 +711,7 @@ def _pending_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
         f"{age:.0f}s ago): URLs that no queue could take and the web process could not "
         "deliver",
         "A worker of class indexnow_django.worker.Worker queues them once Redis takes jobs: "
-        f"python manage.py rqworker {conf.queue_name} --with-scheduler",
+        f"{command}",
         pending=count,
     )
 
@@ -579,11 +722,12 @@ def diagnose(*, offline: bool = False, http_timeout: float | None = None) -> Dia
     conf = _settings_section(diag)
     _check_findings(diag)
     if conf is None:
+        _pending_section(diag, None)
         return diag
     transport = _dispatch_section(diag, conf)
-    _engines_section(diag, conf)
-    worker_hosts = transport.diagnose(diag)
     timeout = http_timeout if http_timeout is not None else conf.http_timeout
+    _engines_section(diag, conf, offline=offline, timeout=timeout)
+    worker_hosts = transport.diagnose(diag)
     _hosts_section(diag, conf, offline=offline, timeout=timeout)
     _debounce_section(diag, conf, worker_hosts)
     _models_section(diag)

@@ -8,7 +8,10 @@ network I/O on the request path except the one enqueue: it normalizes the URLs
 transport ``DISPATCH`` chose (:mod:`indexnow_django.transports`): one rq job
 (or a coalescing window's share of one), one ``django.tasks`` task, or a send
 from this process after the response. When the transport cannot take it, the
-URLs are sent from this process and nothing is lost.
+URLs are sent from this process and nothing is lost. When this process's
+settings are invalid (a server that never ran the system checks), the URLs are
+kept in the database as given, for a process whose settings are valid
+(:func:`~indexnow_django.delivery.pending.keep_unsettled`).
 
 :func:`intercept` is the supported way to see flushes before they are routed
 (and to stop them): :func:`indexnow_django.testing.capture_submissions` is
@@ -34,7 +37,9 @@ from typing import TYPE_CHECKING
 
 from .conf import get_settings, is_enabled
 from .delivery.parcel import Parcel
+from .delivery.pending import DRAIN_SLICE, PendingSubmission, keep_unsettled, take_unsettled
 from .delivery.send import clean_urls, gone_urls
+from .exceptions import IndexNowConfigError
 from .transports import chosen
 
 if TYPE_CHECKING:
@@ -120,11 +125,79 @@ def dispatch(
                 return
         if not is_enabled():
             return
-        conf = get_settings()
-        valid, _ = clean_urls(urls, conf)
+        try:
+            conf = get_settings()
+            valid, _ = clean_urls(urls, conf)
+        except IndexNowConfigError as exc:
+            # A server that never ran the system checks: the URLs wait in the database
+            # for a process whose settings are valid, instead of being dropped.
+            keep_unsettled(urls, gone=gone, force=bool(force), problem=str(exc))
+            return
         if not valid:
             return
         parcel = Parcel.of(valid, gone=gone_urls(valid, gone, conf), force=bool(force))
-        chosen(conf).take_flush(parcel, response, after_response=after_response)
+        transport = chosen(conf)
+        transport.take_flush(parcel, response, after_response=after_response)
+        if not transport.workers_send_kept:
+            _look_for_kept()
     except Exception:
         logger.exception("IndexNow could not dispatch count=%d", len(urls))
+
+
+#: Whether this process has looked for the URLs that invalid settings kept in the
+#: database: ``None`` not yet, ``False`` looking now, ``True`` done.
+_kept_looked_for: bool | None = None
+_kept_lock = threading.Lock()
+
+
+def _look_for_kept() -> None:
+    """Once a process whose settings are valid, in a thread of its own (off the request
+    path): flush again the URLs that invalid settings kept in the database. A transport
+    whose workers send them (:attr:`~indexnow_django.transports.base.Transport.workers_send_kept`)
+    leaves them to its workers."""
+    global _kept_looked_for
+    with _kept_lock:
+        if _kept_looked_for is not None:
+            return
+        _kept_looked_for = False
+    threading.Thread(target=_send_kept, name="indexnow-kept", daemon=True).start()
+
+
+def _send_kept() -> None:
+    global _kept_looked_for
+    from django.db import connections
+
+    try:
+        while True:
+            rows = take_unsettled()
+            _kept_looked_for = True
+            _flush_kept(rows)
+            if len(rows) < DRAIN_SLICE:
+                break
+    except Exception as exc:  # no table yet, no database here: the next flush looks again
+        logger.debug("IndexNow could not look for URLs kept in the database: %s", exc)
+        if not _kept_looked_for:
+            _kept_looked_for = None
+    finally:
+        connections.close_all()  # this thread's
+
+
+def _flush_kept(rows: list[PendingSubmission]) -> None:
+    """Flush the URLs of kept ``rows`` again, merged as a worker merges them: one flush (one
+    POST per host and engine) for them all, two when some ignore the debounce store."""
+    merged: dict[bool, tuple[dict[str, None], set[str]]] = {}
+    for row in rows:
+        logger.info(
+            "IndexNow kept batch=%s count=%d flushed again (kept %s: %s)",
+            row.batch_id,
+            len(row.url_list),
+            row.kept_at.isoformat(),
+            row.reason,
+        )
+        urls, gone = merged.setdefault(row.force, ({}, set()))
+        urls.update(dict.fromkeys(row.url_list))
+        gone.update(row.gone_list)
+    for force, (urls, gone) in merged.items():
+        # As a flush with no unit: through the interceptors, normalized with these settings
+        # (kept again, as one row, if they are invalid once more).
+        dispatch(list(urls), gone=gone, force=force)

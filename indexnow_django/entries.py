@@ -9,14 +9,13 @@ and ``#`` comments are skipped. ``manage.py indexnow_submit`` and the admin's
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from .protocol.normalize import (
     MAX_URL_LENGTH,
     InvalidURL,
     canonical_lines,
-    foreign_host_reason,
     host_of,
     normalize_entry,
 )
@@ -169,9 +168,19 @@ def read_pasted(text: str, conf: IndexNowSettings) -> tuple[list[str], list[tupl
             continue
         host = host_of(url)
         if host not in conf.hosts:
-            invalid.append(
-                (number, entry.raw, foreign_host_reason(host, conf.hosts, conf.base_url))
-            )
+            invalid.append((number, entry.raw, _not_this_site(host, conf.hosts)))
             continue
         valid[url] = None
     return list(valid), invalid
+
+
+#: Hosts of the site named when a pasted URL is on none of them.
+HOSTS_NAMED = 3
+
+
+def _not_this_site(host: str, hosts: Iterable[str]) -> str:
+    """Why a pasted URL on ``host`` is refused, in an editor's words: the site's hosts, not
+    the setting that lists them."""
+    names = sorted(hosts)
+    shown = ", ".join(names[:HOSTS_NAMED]) + (", …" if len(names) > HOSTS_NAMED else "")
+    return f"{host} is not a host of this site ({shown})"

@@ -45,7 +45,9 @@ class SubmissionRejected(IndexNowError):
     URLs, status and the answer quoted), the rejections first, then the
     retryable answers that were not retried. ``str()`` gives ``message``, each
     of them, and ``hint`` (what to check next). ``engine``, ``status`` and
-    ``host`` are those of the first.
+    ``host`` are those of the first. ``args`` holds the same text, so that a task
+    result that keeps only an exception's arguments (Celery's) keeps the engine's
+    answer too.
     """
 
     def __init__(self, message: str, *, results: Sequence[PostResult] = (), hint: str = "") -> None:
@@ -53,6 +55,7 @@ class SubmissionRejected(IndexNowError):
         self.message = message
         self.results: tuple[PostResult, ...] = tuple(results)
         self.hint = hint
+        self.args = (str(self),)
 
     @property
     def engine(self) -> str | None:
@@ -90,6 +93,6 @@ def _describe(result: PostResult) -> str:
 class RetriesExhausted(IndexNowError):
     """An engine kept answering with a retryable error until ``MAX_ATTEMPTS``."""
 
-    def __init__(self, message: str, *, attempts: int) -> None:
+    def __init__(self, message: str, *, attempts: int = 0) -> None:
         super().__init__(message)
         self.attempts = attempts

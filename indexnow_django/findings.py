@@ -170,7 +170,7 @@ class Diagnosis:
 def shown(text: str) -> str:
     """Quote what a key file answered, masking it when it looks like a key."""
     stripped = text.strip()
-    if KEY_RE.match(stripped):
+    if KEY_RE.fullmatch(stripped):
         return f"a different key ({mask_key(stripped)})"
     if not stripped:
         return "an empty body"

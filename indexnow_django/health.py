@@ -10,12 +10,15 @@ However long the history, each reads a few index entries, plus one per failure o
 current run.
 
 A :class:`Health` is :data:`FAIL` after :data:`RUN_LENGTH` or more final rejections
-(400, 403, 422...) since the last accepted POST, :data:`WARN` after as many failures
-of any kind (429, 5xx, timeouts) or when POSTs failed and none was accepted in
-:data:`STALE_AFTER`; otherwise OK. ``manage.py indexnow_check`` shows one line per
-host and engine (:func:`findings`) and the admin's deliveries list shows the
-ones in trouble above the list. Dry runs and URLs skipped by the preflight are no
-POSTs and do not count.
+(400, 403, 422...) since the last accepted POST, or as many failures of any kind
+whose latest is a final rejection (a 429 in a run of 403s does not hide the key
+file); :data:`WARN` after as many failures ending in a retryable answer (429, 5xx,
+timeouts) or when POSTs failed and none was accepted in :data:`STALE_AFTER`;
+otherwise OK. :data:`RUN_LENGTH` is the count that makes the CRITICAL log line
+(:data:`~indexnow_django.delivery.escalation.FAILURES_BEFORE_CRITICAL`): one policy.
+``manage.py indexnow_check`` shows one line per host and engine (:func:`findings`)
+and the admin's deliveries list shows the ones in trouble above the list. Dry runs
+and URLs skipped by the preflight are no POSTs and do not count.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from .conf import IndexNowSettings
+from .delivery.escalation import FAILURES_BEFORE_CRITICAL
 from .protocol.client import excerpt
 
 __all__ = [
@@ -45,9 +49,10 @@ __all__ = [
 ]
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
-#: Failed POSTs in a row for a host and engine that make a warning (any failure) or a
-#: failure of the check (final rejections).
-RUN_LENGTH = 5
+#: Failed POSTs in a row for a host and engine that make a warning (ending in a retryable
+#: answer) or a failure of the check (ending in a final rejection): the run that makes the
+#: CRITICAL log line.
+RUN_LENGTH = FAILURES_BEFORE_CRITICAL
 #: Failed POSTs and no accepted one for this long: a warning.
 STALE_AFTER = timedelta(hours=24)
 #: Outcomes of records that are POSTs to an engine (not dry runs, not skipped URLs).
@@ -78,6 +83,8 @@ class Health:
     @property
     def level(self) -> str:
         if self.final_failures >= RUN_LENGTH:
+            return FAIL
+        if self.failures >= RUN_LENGTH and self.last_outcome == "rejected":
             return FAIL
         if self.failures >= RUN_LENGTH or self.stale:
             return WARN
@@ -279,4 +286,10 @@ def _hint(health: Health) -> str | None:
             "The URLs are retried but none gets through: the engine is busy (429) or failing; "
             "THROTTLE and RETRY set how hard it is pressed."
         )
-    return "Nothing has been accepted for a day: see the answers in the admin's deliveries."
+    see = "See the answers in the admin's deliveries."
+    if health.last_accepted is None:
+        return (
+            "No POST has been accepted yet: the first failed at "
+            f"{_when(health.failing_since, health.now)}. {see}"
+        )
+    return f"Nothing has been accepted since {_when(health.last_accepted, health.now)}. {see}"

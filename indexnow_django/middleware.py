@@ -5,8 +5,9 @@ WSGI that happens when the server closes the response, after its last byte
 went out: the client never waits for the flush (the enqueue, or the send in
 synchronous dispatch). Under ASGI the flush runs when the view has returned,
 before the response is sent, since Django's ASGI handler does not close the
-response of a client that went away. Flushing never turns a request into an
-error.
+response of a client that went away; it runs off the event loop, in asgiref's
+thread-sensitive thread, where the ORM may run the queries of the registrations'
+``urls()``. Flushing never turns a request into an error.
 
 With ``CRAWL["ENABLED"]``, a request from an engine's crawler is noticed once its
 response is built (:mod:`indexnow_django.crawl.notice`): one user-agent test for any
@@ -84,8 +85,10 @@ class IndexNowMiddleware:
             try:
                 response = await get_response(request)
             finally:
-                # dispatch may talk to Redis (one enqueue): not on the event loop.
-                await sync_to_async(collector.flush)(response=response)
+                # Not on the event loop: the URLs of the request's saves are worked out
+                # here (the registrations' urls() may query the database, which the ORM
+                # refuses in an event loop) and dispatch may talk to Redis (one enqueue).
+                await sync_to_async(collector.flush, thread_sensitive=True)(response=response)
         seen = sighting(request, response)  # crawl receipts: one user-agent test
         if seen is not None:
             await sync_to_async(keep)(seen)

@@ -14,7 +14,10 @@ afterwards, and how long after (:mod:`indexnow_django.crawl.report`).
 A flushed URL is one URL of one flush (a batch id): a page saved twice in the period
 counts twice. It is *accepted* once every engine that was sent it in that flush accepted
 it (an engine that left it out as already accepted within ``DEBOUNCE["TTL"]`` is not
-waited for); its delay is from the flush to the last of those acceptances.
+waited for); its delay is from the flush to the last of those acceptances. A URL is
+*still not accepted* when an engine's last answer to it in the period was no acceptance:
+it is counted and listed once, however many times it was flushed, with the last answer of
+each engine that was sent it.
 
 Which model a URL belongs to is worked out from the registered models' objects as they
 are now (each public object's URLs, as ``indexnow_submit --model`` reads them) and from
@@ -57,6 +60,29 @@ def percentile(values: list[float], fraction: float) -> float | None:
     return ordered[rank - 1]
 
 
+@dataclass(frozen=True)
+class NotAccepted:
+    """A URL still not accepted: its newest answer that was no acceptance (``engine``,
+    ``answer``), and the last answer of each engine that was sent it (``answers``)."""
+
+    url: str
+    engine: str
+    answer: str
+    answers: dict[str, str]
+
+    def describe(self) -> str:
+        """``bing: 403 ...; indexnow: 200``, engines by name."""
+        return "; ".join(f"{engine}: {answer}" for engine, answer in self.answers.items())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "engine": self.engine,
+            "last_answer": self.answer,
+            "answers": dict(self.answers),
+        }
+
+
 @dataclass
 class ModelFreshness:
     """The figures of one model (or :data:`OTHER`) over the period."""
@@ -65,8 +91,8 @@ class ModelFreshness:
     flushed: int = 0
     accepted: int = 0
     delays: list[float] = field(default_factory=list, repr=False)
-    #: ``(url, engine, last answer)`` of the URLs not accepted yet, the first :data:`LISTED`.
-    not_accepted: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The URLs still not accepted, the first :data:`LISTED`.
+    not_accepted: list[NotAccepted] = field(default_factory=list)
     not_accepted_count: int = 0
     #: ``(url, reason)`` of the URLs the preflight held back, the first :data:`LISTED`.
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -93,10 +119,7 @@ class ModelFreshness:
             "p50_seconds": seconds(self.p50),
             "p95_seconds": seconds(self.p95),
             "not_accepted": self.not_accepted_count,
-            "not_accepted_urls": [
-                {"url": url, "engine": engine, "last_answer": answer}
-                for url, engine, answer in self.not_accepted
-            ],
+            "not_accepted_urls": [url.as_dict() for url in self.not_accepted],
             "skipped": self.skipped_count,
             "skipped_urls": [{"url": url, "reason": reason} for url, reason in self.skipped],
             **(
@@ -132,10 +155,16 @@ class _Flushed:
     flushed_at: datetime | None
     #: Per engine: when it accepted the URL, or ``None`` while it has not.
     engines: dict[str, datetime | None] = field(default_factory=dict)
-    #: The newest answer that was no acceptance: ``(engine, answer)``, and when.
-    last_answer: tuple[str, str] = ("", "")
-    last_answer_at: datetime | None = None
     skipped: str | None = None
+
+
+@dataclass
+class _Answer:
+    """An engine's last answer to a URL in the period."""
+
+    at: datetime
+    accepted: bool
+    text: str
 
 
 def freshness(
@@ -156,6 +185,8 @@ def freshness(
         .order_by()
     )
     flushed: dict[tuple[str, str], _Flushed] = {}
+    #: Per URL and engine, its last answer: what says whether the URL is still not accepted.
+    answers: dict[str, dict[str, _Answer]] = {}
     first_post: dict[str, datetime] = {}
     rows = records.values_list(
         "batch_id", "engine", "outcome", "status", "answer", "sent_at", "flushed_at", "urls"
@@ -165,55 +196,74 @@ def freshness(
     ):
         if flushed_at is None and (batch_id not in first_post or sent_at < first_post[batch_id]):
             first_post[batch_id] = sent_at
+        skipped = outcome == Delivery.Outcome.SKIPPED or engine == SKIPPED_ENGINE
+        accepted = outcome == Delivery.Outcome.ACCEPTED
+        said = None if skipped else _Answer(sent_at, accepted, _answer(engine, status, answer))
         for url in urls.split(Delivery.URL_SEPARATOR):
             if not url:
                 continue
             state = flushed.get((batch_id, url))
             if state is None:
                 state = flushed[(batch_id, url)] = _Flushed(flushed_at)
-            if outcome == Delivery.Outcome.SKIPPED or engine == SKIPPED_ENGINE:
+            if said is None:
                 state.skipped = answer
-            elif outcome == Delivery.Outcome.ACCEPTED:
+                continue
+            if accepted:
                 seen = state.engines.get(engine)
                 if seen is None or sent_at < seen:
                     state.engines[engine] = sent_at
             else:
                 state.engines.setdefault(engine, None)
-                if state.last_answer_at is None or sent_at >= state.last_answer_at:
-                    state.last_answer = (engine, _answer(engine, status, answer))
-                    state.last_answer_at = sent_at
+            known = answers.setdefault(url, {}).get(engine)
+            if known is None or sent_at >= known.at:
+                answers[url][engine] = said
     owners = _owners({url for _, url in flushed}, conf)
     figures: dict[str, ModelFreshness] = {}
-    for (batch_id, url), state in flushed.items():
+
+    def figures_of(url: str) -> ModelFreshness:
         label = owners.get(url, OTHER)
         model = figures.get(label)
         if model is None:
             model = figures[label] = ModelFreshness(label)
+        return model
+
+    for (batch_id, url), state in flushed.items():
+        model = figures_of(url)
         model.flushed += 1
         if state.skipped is not None and not state.engines:
             model.skipped_count += 1
             if len(model.skipped) < LISTED:
                 model.skipped.append((url, state.skipped))
             continue
-        accepted = state.engines.values()
-        if state.engines and all(moment is not None for moment in accepted):
+        moments = state.engines.values()
+        if state.engines and all(moment is not None for moment in moments):
             model.accepted += 1
             start = state.flushed_at or first_post.get(batch_id)
             if start is not None:
-                last = max(moment for moment in accepted if moment is not None)
+                last = max(moment for moment in moments if moment is not None)
                 model.delays.append(max(0.0, (last - start).total_seconds()))
-            continue
+    # Still not accepted: an engine's last answer to the URL was no acceptance. Once per
+    # URL, the most recently refused first.
+    waiting: list[tuple[datetime, str, str]] = []
+    for url, per_engine in answers.items():
+        refused = {engine: said for engine, said in per_engine.items() if not said.accepted}
+        if refused:
+            engine = max(refused, key=lambda name: refused[name].at)
+            waiting.append((refused[engine].at, url, engine))
+    for _, url, engine in sorted(waiting, reverse=True):
+        model = figures_of(url)
         model.not_accepted_count += 1
         if len(model.not_accepted) < LISTED:
-            model.not_accepted.append((url, *state.last_answer))
+            texts = {name: said.text for name, said in sorted(answers[url].items())}
+            model.not_accepted.append(NotAccepted(url, engine, texts[engine], texts))
     if conf.crawl_enabled:
         from .crawl.report import crawl_figures
 
         for model in figures.values():
             model.crawled = {}
-        for label, per_engine in crawl_figures(since, owners, OTHER).items():
+        for label, crawled in crawl_figures(since, owners, OTHER).items():
             model = figures.setdefault(label, ModelFreshness(label))
-            model.crawled = dict(sorted(per_engine.items()))
+            model.crawled = dict(sorted(crawled.items()))
     ordered = sorted(figures.values(), key=lambda m: (m.label == OTHER, m.label))
     return Freshness(days, since, now, ordered)
 

@@ -32,7 +32,9 @@ def key_file(request: HttpRequest, key: str) -> HttpResponse:
     With per-host keys (``HOSTS`` as a dict) the host's own key is served; on
     a host that is not configured (a development server, say) the main
     ``KEY``. The files of ``PREVIOUS_KEYS`` (the host's, or the main ones) are
-    served too. Any other file name is a 404. The answer may be cached for
+    served too. The URL pattern takes only names of served keys
+    (:class:`indexnow_django.urls.KeyFileName`); a key of another host is a 404 here.
+    The answer may be cached for
     :data:`KEY_FILE_MAX_AGE`; with per-host keys it varies with ``Host``.
     """
     try:

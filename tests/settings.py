@@ -75,6 +75,24 @@ TASKS = {
     "rq": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]},
 }
 
+# Celery (tests/test_tasks_celery.py): the backend "celery" is django-tasks-celery on Django
+# 6, django-tasks-fennel on Django 5.2 (or where django-tasks-celery is not installed); the
+# app is the suite's (tests/celeryapp.py), a worker is ``celery -A tests.celeryapp worker``.
+CELERY_BROKER_URL = f"{address('REDIS_URL').rstrip('/')}/3"
+CELERY_RESULT_BACKEND = f"{address('REDIS_URL').rstrip('/')}/4"
+CELERY_RESULT_EXTENDED = True
+CELERY_BACKEND = None
+if _TASKS == "django.tasks" and importlib.util.find_spec("django_tasks_celery"):
+    CELERY_BACKEND = "django-tasks-celery"
+    TASKS["celery"] = {
+        "BACKEND": "django_tasks_celery.CeleryBackend",
+        "OPTIONS": {"CELERY_APP": "tests.celeryapp.app"},
+    }
+elif importlib.util.find_spec("django_tasks_fennel"):
+    CELERY_BACKEND = "django-tasks-fennel"
+    INSTALLED_APPS.append("django_tasks_fennel")
+    TASKS["celery"] = {"BACKEND": "django_tasks_fennel.CeleryBackend"}
+
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

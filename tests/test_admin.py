@@ -12,10 +12,12 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
+from django.utils.formats import date_format
 
 from indexnow_django.delivery.send import deliver_now
 from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
+from indexnow_django.protocol.client import endpoint_name
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq.queue import META_BATCH_ID
 from tests.conftest import make_delivery
@@ -118,7 +120,7 @@ def test_the_list_shows_a_retrys_status_and_attempt_with_its_outcome(client, set
     assert "retry</span> <span>503, attempt 2</span>" in html
     when = record.sent_at.astimezone(datetime.timezone.utc)
     assert f'<time datetime="{when.isoformat()}"' in html
-    assert f">{when:%b} {when.day}, {when:%H:%M:%S}</time>" in html
+    assert f">{date_format(when, 'DATETIME_FORMAT')}</time>" in html
 
 
 @pytest.mark.parametrize(
@@ -183,8 +185,9 @@ def test_the_chart_shows_urls_per_day_by_outcome_over_the_retention_window(clien
     assert totals[today.isoformat()] == "3"
     assert totals[(today - timedelta(days=3)).isoformat()] == "1"
     assert sum(int(total) for total in totals.values()) == 4
-    assert f"{today.isoformat()}: 2 accepted, 1 rejected" in svg
-    assert f"{(today - timedelta(days=3)).isoformat()}: 1 retry" in svg
+    # A day's tooltip shows it as the admin shows dates (DATE_FORMAT).
+    assert f"{date_format(today, 'DATE_FORMAT')}: 2 accepted, 1 rejected" in svg
+    assert f"{date_format(today - timedelta(days=3), 'DATE_FORMAT')}: 1 retry" in svg
     assert "accepted: 2" in svg and "rejected: 1" in svg and "retry: 1" in svg
 
 
@@ -306,6 +309,27 @@ def test_the_submit_page_sends_valid_lines_and_reports_invalid_ones_by_number(cl
     assert box.strip() == "ftp://www.example.com/x\nhttps://elsewhere.example.org/y/"
 
 
+@IN_PROCESS
+def test_an_editor_pasting_a_foreign_or_broken_url_is_told_why_in_plain_words(client, engine):
+    staff(client, "indexnow.view_delivery", "indexnow.submit_urls")
+    text = "/a/\nhttps://elsewhere.example.org/y/\nhttps://[www.example.com]/z/\nhttp://[::1/"
+
+    response = client.post(SUBMIT, {"urls": text, "force": "on"}, follow=True)
+
+    assert response.status_code == 200
+    assert engine.posted_urls() == [A]
+    html = response.content.decode()
+    assert "3 lines were skipped" in html
+    assert (
+        "line 2: https://elsewhere.example.org/y/: elsewhere.example.org is not a host of this "
+        "site (www.example.com)"
+    ) in html
+    assert "line 3: https://[www.example.com]/z/: not a URL" in html
+    assert "line 4: http://[::1/: not a URL" in html
+    for jargon in ("INDEXNOW", "HOSTS", "BASE_URL", "unpack"):
+        assert jargon not in html, jargon
+
+
 def test_the_submit_page_with_nothing_valid_sends_nothing(client, engine):
     staff(client, "indexnow.submit_urls")
     html = client.post(SUBMIT, {"urls": "not a url"}).content.decode()
@@ -402,10 +426,43 @@ def test_the_record_shows_its_urls_first_and_the_time_as_the_list_does(client, s
 
     fields = re.findall(r'class="form-row[^"]*field-([a-z_]+)', html)
     assert fields[0] == "url_list_html", fields
-    assert ">Dec 4, 2026, 17:05:09</time>" in html
-    assert "p.m." not in html and "5:05" not in html
+    assert ">Dec. 4, 2026, 5:05 p.m.</time>" in html
     listed_html = client.get(LIST).content.decode()
-    assert 'title="Dec 4, 2026, 17:05:09">Dec 4, 17:05:09</time>' in listed_html
+    assert (
+        '<time datetime="2026-12-04T17:05:09+00:00">Dec. 4, 2026, 5:05 p.m.</time>' in listed_html
+    )
+
+
+def test_every_page_shows_a_moment_in_the_admins_own_localized_format(client, settings, engine):
+    """The list, the record, the trouble notice above the list and an object's panel: one
+    format, Django's DATETIME_FORMAT for the active language, as the rest of the admin."""
+    settings.TIME_ZONE = "UTC"
+    sent = datetime.datetime(2026, 12, 4, 17, 5, 9, tzinfo=datetime.timezone.utc)
+    post = published_post()
+    url = "https://www.example.com/posts/hello/"
+    name = endpoint_name(engine.url)
+    accepted = make_delivery(sent_at=sent, urls=url, engine=name)
+    for n in range(5):  # a run of failures since that moment: the notice above the list
+        make_delivery(
+            sent_at=sent + datetime.timedelta(seconds=n),
+            outcome="retry",
+            status=429,
+            engine=name,
+        )
+    staff(client, "indexnow.view_delivery", "testapp.change_post")
+    shown = "Dec. 4, 2026, 5:05 p.m."
+    pages = {
+        "list": client.get(LIST).content.decode(),
+        "record": client.get(f"{LIST}{accepted.pk}/change/").content.decode(),
+        "panel": client.get(f"/admin/testapp/post/{post.pk}/change/").content.decode(),
+    }
+    notice = re.search(r'<div id="indexnow-trouble".*?</div>', pages["list"], re.S)
+    assert notice is not None and f"since {shown}" in notice.group(), pages["list"]
+    assert f"last accepted {shown}" in " ".join(notice.group().split())
+    assert f"{name}, {shown}" in pages["panel"]
+    for name, html in pages.items():
+        assert shown in html, name
+        assert not re.search(r"\b2026-12-04 17:05|Dec 4, 17:05:09|17:05:09<", html), name
 
 
 def test_the_record_has_no_empty_history_tool(client):

@@ -56,7 +56,7 @@ def test_unknown_key_suggests_the_right_one(settings):
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
             "ENABLED, DRY_RUN, DISPATCH, COMMAND_UNITS, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, "
-            "HISTORY, PREVIOUS_KEYS, THROTTLE, TASKS, PREFLIGHT, CRAWL.",
+            "HISTORY, PREVIOUS_KEYS, THROTTLE, TASKS, PREFLIGHT, ALLOW_PRIVATE_HOSTS, CRAWL.",
             id="indexnow.E002",
         )
     ]
@@ -80,16 +80,63 @@ def test_missing_key(settings):
 
 
 @pytest.mark.parametrize(
-    "key", ["short", "x" * 129, "has space in it", "under_score_key", 12345678]
+    ("key", "shown", "fault"),
+    [
+        ("short", "*****", "it has 5 characters"),
+        ("x" * 129, "xxxx…", "it has 129 characters"),
+        ("has space in it", "has …", "it holds ' '"),
+        ("under_score_key", "unde…", "it holds '_'"),
+        (12345678, "12345678", "it is int, not a string"),
+    ],
 )
-def test_malformed_key(settings, key):
+def test_malformed_key(settings, key, shown, fault):
     assert errors_for(settings, {**VALID, "KEY": key}) == [
         checks.Error(
-            "INDEXNOW['KEY'] must be 8 to 128 characters of A-Z, a-z, 0-9 and '-'.",
+            f"INDEXNOW['KEY'] {shown} must be 8 to 128 characters of A-Z, a-z, 0-9 and '-': "
+            f"{fault}.",
             hint=KEY_HINT,
             id="indexnow.E004",
         )
     ]
+
+
+SECRET = "s3cr3t-key-from-a-file-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("value", "fault"),
+    [
+        (
+            f"{SECRET}\n",
+            "it ends with a line break (as a file read whole gives it: strip it)",
+        ),
+        (f"{SECRET}\r\n", "it ends with a line break (as a file read whole gives it: strip it)"),
+        (f"{SECRET} ", "it ends with white space"),
+        (f" {SECRET}", "it starts with white space"),
+    ],
+)
+def test_a_key_read_from_a_file_with_its_line_break_is_an_error_naming_it_masked(
+    settings, value, fault
+):
+    """What ``open(".../indexnow_key").read()`` gives: refused wherever a key goes, the
+    message naming it by its first four characters only."""
+    message = f"must be 8 to 128 characters of A-Z, a-z, 0-9 and '-': {fault}."
+    hosts = {"www.example.com": {}, "blog.example.com": {"KEY": value}}
+    errors = errors_for(settings, {**VALID, "KEY": value, "PREVIOUS_KEYS": [value], "HOSTS": hosts})
+
+    assert [(e.id, e.msg) for e in errors] == [
+        ("indexnow.E004", f"INDEXNOW['KEY'] s3cr… {message}"),
+        (
+            "indexnow.E021",
+            f"INDEXNOW['PREVIOUS_KEYS'] holds s3cr…, which is not {message.removeprefix('must be ')}",
+        ),
+        ("indexnow.E004", f"INDEXNOW['HOSTS']['blog.example.com']['KEY'] s3cr… {message}"),
+    ]
+    assert not any(SECRET in f"{e.msg} {e.hint}" for e in errors)
+    settings.INDEXNOW = {**VALID, "KEY": value}
+    with pytest.raises(IndexNowConfigError, match=r"line break|white space") as raised:
+        get_settings()
+    assert SECRET not in str(raised.value)
 
 
 def test_a_key_printed_in_the_docs_is_an_error(settings):
@@ -202,8 +249,8 @@ def test_bad_per_host_key(settings):
     value = {**VALID, "HOSTS": {"www.example.com": {}, "blog.example.com": {"KEY": "bad key"}}}
     assert errors_for(settings, value) == [
         checks.Error(
-            "INDEXNOW['HOSTS']['blog.example.com']['KEY'] must be 8 to 128 characters of A-Z, a-z, "
-            "0-9 and '-'.",
+            "INDEXNOW['HOSTS']['blog.example.com']['KEY'] ******* must be 8 to 128 characters of "
+            "A-Z, a-z, 0-9 and '-': it holds ' '.",
             hint=KEY_HINT,
             id="indexnow.E004",
         )
@@ -614,7 +661,7 @@ def test_a_retry_delay_that_cannot_be_computed_is_refused(settings):
 
 def key_file_warning(found: str) -> checks.Warning:
     return checks.Warning(
-        f"The key file URL /test…6789.txt does not reach indexnow_django's key file view: "
+        f"The key file URL /test….txt does not reach indexnow_django's key file view: "
         f"{found}, so engines cannot verify the key and reject every submission.",
         hint='Add path("", include("indexnow_django.urls")) to your ROOT_URLCONF, before any '
         "catch-all pattern (outside i18n_patterns); or serve the file yourself and set "
@@ -656,7 +703,7 @@ def test_each_per_host_key_is_resolved(settings):
     }
     settings.ROOT_URLCONF = "tests.urls_without_key_file"
     [warning] = check_key_file_url()
-    assert warning.msg.startswith("The key file URL /shop…6789.txt does not reach")
+    assert warning.msg.startswith("The key file URL /shop….txt does not reach")
 
 
 @pytest.mark.django_db(databases="__all__")
@@ -683,8 +730,8 @@ def test_previous_keys_must_be_a_list_of_keys(settings):
     ]
     assert errors_for(settings, {**VALID, "PREVIOUS_KEYS": ["old-key-12345678", "short"]}) == [
         checks.Error(
-            "INDEXNOW['PREVIOUS_KEYS'] holds 'short', which is not 8 to 128 characters of "
-            "A-Z, a-z, 0-9 and '-'.",
+            "INDEXNOW['PREVIOUS_KEYS'] holds *****, which is not 8 to 128 characters of "
+            "A-Z, a-z, 0-9 and '-': it has 5 characters.",
             hint=PREVIOUS_HINT,
             id="indexnow.E021",
         )
@@ -700,13 +747,12 @@ def test_previous_keys_may_not_hold_the_current_key(settings):
     )
     assert errors_for(settings, value) == [
         checks.Error(
-            "INDEXNOW['PREVIOUS_KEYS'] holds the current key test…6789.",
+            "INDEXNOW['PREVIOUS_KEYS'] holds the current key test….",
             hint=hint,
             id="indexnow.E021",
         ),
         checks.Error(
-            "INDEXNOW['HOSTS']['shop.example.com']['PREVIOUS_KEYS'] holds the current key "
-            "shop…4567.",
+            "INDEXNOW['HOSTS']['shop.example.com']['PREVIOUS_KEYS'] holds the current key shop….",
             hint=hint,
             id="indexnow.E021",
         ),

@@ -6,6 +6,7 @@ loopback engine receives what a user's engine would).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -66,6 +67,54 @@ def test_batch_flushes_once_at_its_end(engine: Any, flushes: list[list[str]]) ->
         assert flushes == []
     assert flushes == [["/one/", "/two/"]]
     assert [p.urls for p in engine.posts] == [[f"{BASE}/one/", f"{BASE}/two/"]]
+
+
+def test_batch_as_a_decorator_flushes_once_per_call(flushes: list[list[str]]) -> None:
+    @batch()
+    def save(path: str) -> None:
+        page(f"{path}1/")
+        page(f"{path}2/")
+
+    save("/a/")
+    save("/b/")
+    assert flushes == [["/a/1/", "/a/2/"], ["/b/1/", "/b/2/"]]
+
+
+@pytest.mark.parametrize("form", ["async with", "with"])
+def test_a_batch_in_a_coroutine_works_its_urls_out_where_the_orm_may_run(
+    engine: Any, flushes: list[list[str]], form: str
+) -> None:
+    """Saves made with ``acreate`` in a ``batch()`` block of a coroutine, of a model whose
+    ``urls()`` queries its tags, and a URL added by hand in the event loop: one flush,
+    with every URL, delivered."""
+    from asgiref.sync import sync_to_async
+
+    from tests.testapp.models import Story
+
+    async def save_two() -> None:
+        await Story.objects.acreate(slug="first")
+        submit("/stories/")  # in the event loop, after a save whose URLs wait
+        await Story.objects.acreate(slug="second")
+
+    async def run() -> None:
+        if form == "async with":
+            async with batch():
+                await save_two()
+        else:
+            with batch():
+                await save_two()
+        await sync_to_async(lambda: None)()  # the loop still runs
+
+    asyncio.run(asyncio.wait_for(run(), timeout=30))
+    assert [sorted(urls) for urls in flushes] == [
+        ["/stories/", "/stories/first/", "/stories/second/"]
+    ]
+    [post] = engine.wait_for_posts(1)
+    assert sorted(post.urls) == [
+        f"{BASE}/stories/",
+        f"{BASE}/stories/first/",
+        f"{BASE}/stories/second/",
+    ]
 
 
 def test_three_objects_in_one_transaction_give_one_flush(

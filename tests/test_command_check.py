@@ -31,6 +31,8 @@ from rq import Queue
 from rq.job import Job
 from rq.worker import Worker as RQWorker
 
+from indexnow_django.protocol.client import endpoint_name
+from indexnow_django.testing import LoopbackEngine, Reply
 from tests import services
 from tests.services import run_django
 
@@ -202,7 +204,7 @@ def test_healthy_queue_setup_passes_and_names_worker_and_scheduler(
     line(output, "OK", "scheduler runs for queue 'default' on ")
     line(output, "OK", "worker class indexnow_django.worker.Worker")
     line(output, "OK", "persists to disk (save '3600 1')")
-    masked_url = queue_settings.INDEXNOW["KEY_LOCATION"].replace(KEY, "test…6789")
+    masked_url = queue_settings.INDEXNOW["KEY_LOCATION"].replace(KEY, "test…")
     line(output, "OK", f"key file {masked_url}: 200, matches the key")
     line(output, "OK", "cache 'shared' (django.core.cache.backends.redis.RedisCache)")
     warnings = [text for text in output.splitlines() if text.strip().startswith(("WARN", "FAIL"))]
@@ -381,9 +383,7 @@ def test_key_file_with_another_key_fails_and_masks_it(
     output, error = run_check()
 
     assert error is not None
-    message = (
-        f"key file {url} answered 200 with a different key (othe…3456) instead of the key test…6789"
-    )
+    message = f"key file {url} answered 200 with a different key (othe…) instead of the key test…"
     assert message in str(error)
     line(output, "FAIL", message)
     assert "other-key-abcdef123456" not in output
@@ -413,9 +413,7 @@ def test_key_file_redirect_fails_and_names_the_target(
     _output, error = run_check()
 
     assert error is not None
-    assert f"key file {url} answered 301, a redirect to {key_server.base}/test…6789.txt" in str(
-        error
-    )
+    assert f"key file {url} answered 301, a redirect to {key_server.base}/test….txt" in str(error)
 
 
 def test_key_file_server_down_fails(indexnow_settings: Callable[..., Any], run_check: Any) -> None:
@@ -426,7 +424,7 @@ def test_key_file_server_down_fails(indexnow_settings: Callable[..., Any], run_c
 
     assert error is not None
     assert (
-        f"key file http://127.0.0.1:{port}/test…6789.txt could not be fetched: connection refused "
+        f"key file http://127.0.0.1:{port}/test….txt could not be fetched: connection refused "
         "(nothing listens at that address and port)"
     ) in line(output, "FAIL", "could not be fetched")
     assert "NewConnectionError" not in output
@@ -478,10 +476,10 @@ def test_per_host_keys_are_each_fetched(
     output, error = run_check()
 
     assert error is not None
-    line(output, "OK", f"www.example.com: key test…6789, key file {key_server.base}/test…6789.txt")
-    line(output, "OK", f"key file {key_server.base}/test…6789.txt: 200, matches the key")
-    line(output, "OK", "blog.example.com: key blog…5432")
-    line(output, "FAIL", "instead of the key blog…5432")
+    line(output, "OK", f"www.example.com: key test…, key file {key_server.base}/test….txt")
+    line(output, "OK", f"key file {key_server.base}/test….txt: 200, matches the key")
+    line(output, "OK", "blog.example.com: key blog…")
+    line(output, "FAIL", "instead of the key blog…")
     line(output, "WARN", "www.example.com: the key file is on another host (127.0.0.1:")
     assert "blog-key-98765432" not in output
 
@@ -499,10 +497,8 @@ def test_previous_keys_are_listed_per_host_masked(
 
     output, _ = run_check("--offline")
 
-    line(
-        output, "OK", "www.example.com: previous key(s) old-…4567: their key files are still served"
-    )
-    line(output, "OK", "blog.example.com: previous key(s) blog…1111: their key files")
+    line(output, "OK", "www.example.com: previous key(s) old-…: their key files are still served")
+    line(output, "OK", "blog.example.com: previous key(s) blog…: their key files")
     assert "old-main-1234567" not in output and "blog-old-1111" not in output
 
 
@@ -526,8 +522,8 @@ def test_malformed_settings_fail_with_their_check_ids(
     output, error = run_check("--offline")
 
     assert error is not None
-    assert "INDEXNOW['KEY'] must be 8 to 128 characters" in str(error)
-    line(output, "FAIL", "indexnow.E004: INDEXNOW['KEY'] must be")
+    assert "INDEXNOW['KEY'] ***** must be 8 to 128 characters" in str(error)
+    line(output, "FAIL", "indexnow.E004: INDEXNOW['KEY'] ***** must be")
     line(output, "FAIL", "INDEXNOW['BATCH']['MAX_URLS'] must be a whole number from 1 to 10000")
     assert "Dispatch" not in output
 
@@ -934,13 +930,14 @@ def test_the_app_without_its_middleware_warns(
 
 @pytest.fixture
 def dev_server() -> Iterator[str]:
-    """``manage.py runserver`` of the test project on http://127.0.0.1, its BASE_URL."""
+    """``manage.py runserver`` of the test project on http://127.0.0.1, its BASE_URL (a
+    loopback host: ``ALLOW_PRIVATE_HOSTS``)."""
     port = services.free_port()
     base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "INDEXNOW_TEST_OVERRIDES": json.dumps({"BASE_URL": base}),
+        "INDEXNOW_TEST_OVERRIDES": json.dumps({"BASE_URL": base, "ALLOW_PRIVATE_HOSTS": True}),
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -970,14 +967,14 @@ def dev_server() -> Iterator[str]:
 def test_an_http_site_is_checked_over_http(
     indexnow_settings: Callable[..., Any], dev_server: str, run_check: Any
 ) -> None:
-    indexnow_settings(BASE_URL=dev_server)
+    indexnow_settings(BASE_URL=dev_server, ALLOW_PRIVATE_HOSTS=True)
 
     output, error = run_check()
 
     assert error is None, output
     host = dev_server.removeprefix("http://")
-    line(output, "OK", f"{host}: key test…6789, key file {dev_server}/test…6789.txt")
-    line(output, "OK", f"key file {dev_server}/test…6789.txt: 200, matches the key")
+    line(output, "OK", f"{host}: key test…, key file {dev_server}/test….txt")
+    line(output, "OK", f"key file {dev_server}/test….txt: 200, matches the key")
     assert "another host" not in output and "https://" + host not in output
     assert KEY not in output
 
@@ -1281,3 +1278,90 @@ def test_the_no_redis_recipe_gets_a_true_w002(
     assert "with more than one worker an engine may receive a URL again" in found
     assert "at every save" not in found
     assert "SILENCED_SYSTEM_CHECKS = ['indexnow.W002']" in output
+
+
+# --------------------------------------------------------------------------- engines
+
+
+@pytest.fixture
+def sync_site(
+    settings: Any, indexnow_settings: Callable[..., Any], key_server: KeyServer
+) -> Callable[..., Any]:
+    """A site that sends in process, its key file on the key server: the check passes
+    unless an engine is wrong. Returns ``indexnow_settings``."""
+    settings.RQ_QUEUES = {}
+    indexnow_settings(DISPATCH="auto", KEY_LOCATION=f"{key_server.base}/{KEY}.txt")
+    return indexnow_settings
+
+
+def test_the_loopback_engine_is_there_and_nothing_is_submitted_to_find_out(
+    sync_site: Callable[..., Any], engine: LoopbackEngine, run_check: Any
+) -> None:
+    output, error = run_check()
+
+    assert error is None, output
+    name = endpoint_name(engine.url)
+    assert line(output, "OK", f"{name}: {engine.url} is there").endswith(
+        "(a GET without URLs answered 200)"
+    )
+    [probe] = engine.requests
+    assert (probe.method, probe.path, probe.body) == ("GET", "/indexnow", b"")
+    assert engine.posts == []
+
+
+def test_an_engine_where_nothing_listens_fails_naming_it(
+    sync_site: Callable[..., Any], engine: LoopbackEngine, run_check: Any
+) -> None:
+    typo = f"http://127.0.0.1:{services.free_port()}/indexnow"
+    sync_site(ENGINES=[engine.url, typo])
+
+    output, error = run_check()
+
+    assert error is not None
+    assert f"{endpoint_name(typo)}: {typo} cannot be reached: connection refused" in str(error)
+    line(output, "FAIL", f"{typo} cannot be reached: connection refused")
+    assert "host, port and path" in line(output, "hint:", "ENGINES")
+    line(output, "OK", f"{engine.url} is there")
+
+
+def test_an_engine_that_answers_404_on_its_path_fails_naming_it(
+    sync_site: Callable[..., Any], run_check: Any
+) -> None:
+    with LoopbackEngine(default=Reply(404, body="Not Found")) as missing:
+        typo = missing.url.replace("/indexnow", "/indexnwo")
+        sync_site(ENGINES=[typo])
+
+        output, error = run_check()
+
+        # Asked as submissions ask too, in case it routes POSTs alone: nothing to accept.
+        assert [request.method for request in missing.requests] == ["GET", "POST"]
+        assert missing.requests[1].json == {}
+    assert error is not None
+    assert f"{typo} answered 404 Not Found: there is no IndexNow endpoint at that path" in str(
+        error
+    )
+    line(output, "FAIL", f"{endpoint_name(typo)}: {typo} answered 404")
+
+
+def test_an_engine_that_routes_posts_alone_is_there(
+    sync_site: Callable[..., Any], run_check: Any
+) -> None:
+    with LoopbackEngine(default=Reply(400, body="Bad Request")) as posts_only:
+        posts_only.queue_replies(Reply(404, body="Not Found"))  # its answer to a GET
+        sync_site(ENGINES=[posts_only.url])
+
+        output, error = run_check()
+
+        assert [request.method for request in posts_only.requests] == ["GET", "POST"]
+    assert error is None, output
+    line(output, "OK", f"{posts_only.url} is there (a POST without URLs answered 400)")
+
+
+def test_offline_probes_no_engine(
+    sync_site: Callable[..., Any], engine: LoopbackEngine, run_check: Any
+) -> None:
+    output, error = run_check("--offline")
+
+    assert error is None, output
+    line(output, "OK", f"{endpoint_name(engine.url)}: {engine.url}")
+    assert engine.requests == []

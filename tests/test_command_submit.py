@@ -318,7 +318,7 @@ def test_final_rejection_under_sync_fails_the_command(engine: LoopbackEngine) ->
     )
     assert str(caught.value).endswith(
         "Run manage.py indexnow_check to check the settings and the key file (the engine fetches "
-        "the key from https://www.example.com/test…6789.txt)."
+        "the key from https://www.example.com/test….txt)."
     )
     assert (
         f"www.example.com → 127.0.0.1:{engine.port}/indexnow: 1 URL(s) rejected (403)"

@@ -28,6 +28,7 @@ from indexnow_django.conf import hosts as live_hosts
 from indexnow_django.delivery.send import deliver_now
 from indexnow_django.protocol.client import RetryPolicy, resolve_engine
 from tests import services
+from tests.needs import AT_ONCE
 from tests.testapp.tenants import tenant_key
 
 TENANTS = "tests.testapp.tenants.hosts"
@@ -69,6 +70,7 @@ EVERY_KEY: list[tuple[str, str | None, Any, str, Any]] = [
     ("TASKS", "BACKEND", "other", "tasks_backend", "other"),
     ("TASKS", "QUEUE_NAME", "indexnow", "tasks_queue", "indexnow"),
     ("PREFLIGHT", "ENABLED", True, "preflight_enabled", True),
+    ("ALLOW_PRIVATE_HOSTS", None, True, "allow_private_hosts", True),
 ]
 
 
@@ -327,3 +329,178 @@ def test_a_tenant_created_at_run_time_is_served_and_delivered_without_a_restart(
         [f"https://{domain}/p/new-0/"],
     )
     assert key_file_status(web_process, domain) == (200, tenant_key(domain))
+
+
+# --------------------------------------------------------------------------- hosts that cannot be public
+
+
+@pytest.mark.parametrize(
+    ("host", "why"),
+    [
+        ("localhost", "a name only a private network resolves"),
+        ("localhost:8000", "a name only a private network resolves"),
+        ("shop.localhost", "a name only a private network resolves"),
+        ("printer.local", "a name only a private network resolves"),
+        ("wiki.corp.internal", "a name only a private network resolves"),
+        ("nas.lan", "a name only a private network resolves"),
+        ("router.home.arpa", "a name only a private network resolves"),
+        ("intranet", "a name with no dot"),
+        ("127.0.0.1:8000", "a loopback address"),
+        ("[::1]:8000", "a loopback address"),
+        ("10.1.2.3", "a private address"),
+        ("192.168.1.20", "a private address"),
+        ("169.254.10.1", "a link-local address"),
+        ("[fe80::1]", "a link-local address"),
+        ("example.com", "the placeholder domain of a fresh django.contrib.sites Site"),
+        ("www.example.com", None),
+        ("example.org", None),
+        ("shop.example.net:8443", None),
+        ("93.184.215.14", None),
+    ],
+)
+def test_which_hosts_cannot_be_public(host: str, why: str | None) -> None:
+    from indexnow_django.protocol.normalize import not_public_reason
+
+    assert not_public_reason(host) == why
+
+
+def check_output() -> tuple[str, str]:
+    """``indexnow_check --offline``'s output and the reason it failed ("" when it passed)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = StringIO()
+    try:
+        call_command("indexnow_check", "--offline", stdout=out, no_color=True)
+    except CommandError as exc:
+        return out.getvalue(), str(exc)
+    return out.getvalue(), ""
+
+
+@pytest.mark.indexnow(**AT_ONCE)
+@pytest.mark.django_db
+class TestHostsThatCannotBePublic:
+    """Their URLs are dropped, named with why and where the host came from."""
+
+    def test_a_base_url_on_localhost_is_never_sent_and_fails_the_check(
+        self, engine: Any, indexnow_settings: Any, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        indexnow_settings(BASE_URL="http://localhost:8000")
+        caplog.set_level(logging.WARNING, logger="indexnow_django")
+
+        report = deliver_now(["/a/", "http://localhost:8000/b/"])
+
+        assert engine.posts == []
+        assert report.dropped == [
+            (
+                url,
+                "host 'localhost:8000' cannot be public (a name only a private network resolves, "
+                "from BASE_URL): never sent to an engine",
+            )
+            for url in ("http://localhost:8000/a/", "http://localhost:8000/b/")
+        ]
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert (
+            "IndexNow will not submit URLs on host 'localhost:8000': it cannot be public (a name "
+            "only a private network resolves, from BASE_URL). Give the site's public host there "
+            "(see manage.py indexnow_check)." in warnings
+        )
+        output, failure = check_output()
+        assert failure
+        assert (
+            "FAIL  localhost:8000: cannot be public (a name only a private network resolves, from "
+            "BASE_URL): its URLs are never sent to an engine" in output
+        )
+
+    def test_the_placeholder_domain_of_a_fresh_sites_site_is_dropped_and_named(
+        self, engine: Any, indexnow_settings: Any, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """No BASE_URL: the domain comes from django.contrib.sites, still example.com."""
+        Site.objects.filter(pk=1).update(domain="example.com")
+        Site.objects.clear_cache()
+        indexnow_settings(BASE_URL=None)
+        caplog.set_level(logging.WARNING, logger="indexnow_django")
+
+        report = deliver_now(["/a/"])
+
+        assert engine.posts == []
+        [(url, reason)] = report.dropped
+        assert url == "https://example.com/a/"
+        assert reason == (
+            "host 'example.com' cannot be public (the placeholder domain of a fresh "
+            "django.contrib.sites Site, from the django.contrib.sites domain): never sent to an engine"
+        )
+        assert any("'example.com'" in r.getMessage() for r in caplog.records)
+        output, failure = check_output()
+        assert failure and "FAIL  example.com: cannot be public" in output
+
+    def test_hosts_that_cannot_be_public_are_left_out_of_hosts_and_the_others_still_go(
+        self, engine: Any, indexnow_settings: Any
+    ) -> None:
+        indexnow_settings(HOSTS=["www.example.com", "intranet", "10.0.0.7"])
+
+        report = deliver_now(["/a/", "https://intranet/b/", "https://10.0.0.7/c/"])
+
+        assert [post.urls for post in engine.posts] == [["https://www.example.com/a/"]]
+        assert [reason for _, reason in report.dropped] == [
+            "host 'intranet' cannot be public (a name with no dot, from HOSTS): never sent to an "
+            "engine",
+            "host '10.0.0.7' cannot be public (a private address, from HOSTS): never sent to an engine",
+        ]
+        assert list(get_settings().hosts) == ["www.example.com"]
+
+    def test_a_dry_run_logs_them_as_it_logs_everything(
+        self, engine: Any, indexnow_settings: Any, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        indexnow_settings(BASE_URL="http://127.0.0.1:8000", DRY_RUN=True)
+        caplog.set_level(logging.INFO, logger="indexnow_django")
+
+        deliver_now(["/a/"])
+
+        assert engine.posts == []
+        assert any(
+            "would POST" in r.getMessage() and "http://127.0.0.1:8000/a/" in r.getMessage()
+            for r in caplog.records
+        )
+        output, failure = check_output()
+        assert failure and "FAIL  127.0.0.1:8000: cannot be public (a loopback address" in output
+
+    def test_allow_private_hosts_sends_them_for_a_site_whose_engine_is_on_its_network(
+        self, engine: Any, indexnow_settings: Any
+    ) -> None:
+        indexnow_settings(BASE_URL="http://wiki.corp.internal", ALLOW_PRIVATE_HOSTS=True)
+
+        deliver_now(["/a/"])
+
+        assert [post.urls for post in engine.posts] == [["http://wiki.corp.internal/a/"]]
+        output, _ = check_output()
+        assert "cannot be public" not in output
+
+
+def hosts_with_a_key_read_from_a_file() -> dict[str, dict[str, str]]:
+    """A tenant whose key came from a file with its final line break (``HOSTS``)."""
+    return {"www.example.com": {}, "acme.example.org": {"KEY": "acme-key-0123456789\n"}}
+
+
+@pytest.mark.indexnow(**AT_ONCE)
+@pytest.mark.django_db
+def test_a_key_with_a_line_break_from_the_hosts_function_is_never_sent(
+    engine: Any, indexnow_settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Keys read at run time are checked as the settings are: the host is skipped, with an
+    ERROR line naming its key masked."""
+    indexnow_settings(HOSTS=f"{__name__}.hosts_with_a_key_read_from_a_file")
+    caplog.set_level(logging.ERROR, logger="indexnow_django")
+
+    report = deliver_now(["https://acme.example.org/a/", "/b/"])
+
+    assert [(post.json["host"], post.json["key"]) for post in engine.posts] == [
+        ("www.example.com", "test-key-0123456789")
+    ]
+    assert [url for url, _ in report.dropped] == ["https://acme.example.org/a/"]
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert "INDEXNOW['HOSTS']['acme.example.org']['KEY'] acme… must be" in error
+    assert "it ends with a line break" in error
+    assert "acme-key-0123456789" not in error

@@ -136,12 +136,36 @@ def test_the_tour_shows_each_submission_and_stops_everything():
     assert "SubmissionRejected" in tour[rejected]
 
     assert "Tour complete: 8 steps, 8 POSTs received by the engine" in output
+    assert_the_docs_show(output)
     assert "History: 8 POSTs recorded (6 accepted, 1 rejected, 1 retry)." in output
     # After "Stopped." no address of the stopped site: how to keep it running instead.
     after = output[output.rindex("Stopped.") :].splitlines()
     assert after[-1] == "  python example_project/demo.py --serve", output
     assert not any(url in line for line in after), output
     assert_stopped(started_pids(output))
+
+
+def demo_shape(text: str) -> list[str]:
+    """Lines of the demo's output with what changes from run to run (ports, the key, the
+    seconds a POST came after its change) replaced by placeholders."""
+    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+    text = re.sub(r"demo-key-[0-9a-f]+", "demo-key-KEY", text)
+    text = re.sub(r"\d+\.\d+ s after the change", "N s after the change", text)
+    return [line.rstrip() for line in text.splitlines()]
+
+
+def assert_the_docs_show(output: str) -> None:
+    """docs/demo.md quotes the tour as it prints today: its lines, in order, and POSTs no
+    sooner after their change than this run's soonest."""
+    page = (ROOT / "docs" / "demo.md").read_text()
+    [quoted] = re.findall(r"^```text\n(\[2\] Publish it\n.*?)^```", page, re.M | re.S)
+    printed = demo_shape(output)
+    start = printed.index("[2] Publish it")
+    shown = demo_shape(quoted)
+    assert printed[start : start + len(shown)] == shown, "docs/demo.md shows another tour"
+    seconds = [float(s) for s in re.findall(r"([\d.]+) s after the change", output)]
+    for documented in re.findall(r"([\d.]+) s after the change", quoted):
+        assert float(documented) >= min(seconds), (documented, seconds)
 
 
 class Reader:
@@ -304,6 +328,7 @@ def test_a_reachable_redis_url_is_used_with_a_queue_of_its_own(redis_url):
     queue = re.search(r"manage\.py rqworker (indexnow-demo-\d+) --with-scheduler", output)
     assert queue is not None, output
     assert "Tour complete: 8 steps, 8 POSTs received by the engine" in output
+    assert_the_docs_show(output)
     assert_stopped(started_pids(output, count=2))
     # Nothing of the demo is left in the caller's Redis: no queue, no job, no registry.
     name = queue.group(1).encode()

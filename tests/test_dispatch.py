@@ -198,7 +198,7 @@ def test_sync_rejection_logs_the_hint_and_key_file(engine, caplog):
     with caplog.at_level(logging.WARNING, logger="indexnow_django"):
         dispatch(["/a/"])
     assert "Run manage.py indexnow_check" in caplog.text
-    assert "https://www.example.com/test…6789.txt" in caplog.text and KEY not in caplog.text
+    assert "https://www.example.com/test….txt" in caplog.text and KEY not in caplog.text
 
 
 def view_submitting(request: HttpRequest) -> HttpResponse:

@@ -303,3 +303,125 @@ def test_the_debounce_line_the_quickstart_shows_is_the_one_logged(caplog, indexn
 def test_db_worker_is_run_without_the_autoreloader_in_the_no_redis_recipe():
     tasks = (DOCS / "tasks.md").read_text()
     assert "python manage.py db_worker --no-reload" in tasks
+
+
+# --------------------------------------------------------------------------- quoted output
+
+
+def log_formats() -> list[str]:
+    """Every ``IndexNow ...`` log format of the package, its %-style arguments in place
+    (adjacent string literals of one call joined)."""
+    import ast
+
+    formats = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and node.args[0].value.startswith("IndexNow ")
+                and "%" in node.args[0].value
+            ):
+                formats.append(node.args[0].value)
+    return formats
+
+
+#: Where a quoted line or a log format holds anything (a wildcard of a glob).
+ANY = "\x00"
+
+
+def log_glob(log_format: str) -> str:
+    """A log format with each of its %-style arguments as :data:`ANY`."""
+    return re.sub(r"%[-\d.]*[sdfr]", ANY, log_format).replace("%%", "%")
+
+
+def quoted_glob(line: str) -> str:
+    """A line the docs quote, each ``...`` (what the reader's own line holds there) as
+    :data:`ANY`."""
+    return line.replace("...", ANY).replace("…", ANY)
+
+
+def globs_meet(first: str, second: str) -> bool:
+    """Whether some text matches both globs (:data:`ANY` for any characters)."""
+    seen: set[tuple[int, int]] = set()
+    todo = [(0, 0)]
+    while todo:
+        i, j = todo.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(first) and j == len(second):
+            return True
+        a = first[i] if i < len(first) else None
+        b = second[j] if j < len(second) else None
+        if a == ANY:
+            todo.append((i + 1, j))  # it holds nothing more
+            if b is not None:
+                todo.append((i, j + 1))  # it holds the other's next character
+        if b == ANY:
+            todo.append((i, j + 1))
+            if a is not None:
+                todo.append((i + 1, j))
+        if a is not None and a == b and a != ANY:
+            todo.append((i + 1, j + 1))
+    return False
+
+
+def quoted_log_lines() -> list[tuple[str, str]]:
+    """``(page, line)`` for each log line the docs quote: a line of a code block, or an
+    inline quote, that starts with ``IndexNow `` and a lower-case word. ``...`` in one
+    stands for what the reader's own line holds there."""
+    found = []
+    for path in sorted(DOCS.glob("*.md")):
+        text = path.read_text()
+        lines = re.findall(r"^(IndexNow [a-z][^\n`]*)$", text, re.M)
+        lines += re.findall(r"`(IndexNow [a-z][^`]*)`", text)
+        # A log line has fields (key=value); a command's own output has none.
+        found.extend((path.name, " ".join(line.split())) for line in lines if "=" in line)
+    return found
+
+
+def written_by_the_code(line: str, globs: list[str]) -> bool:
+    quoted = quoted_glob(line)
+    return any(globs_meet(quoted, glob) for glob in globs)
+
+
+def test_every_log_line_the_docs_quote_is_one_the_code_writes():
+    globs = [log_glob(f) for f in log_formats()]
+    assert len(globs) > 20, "no log format found in the package"
+    quoted = quoted_log_lines()
+    assert len(quoted) > 10, "no log line found in docs/"
+    stale = [f"{page}: {line}" for page, line in quoted if not written_by_the_code(line, globs)]
+    assert stale == [], "log lines in docs/ that no format of the code gives:\n" + "\n".join(stale)
+
+
+def fields_of(line: str) -> dict[str, str]:
+    return dict(re.findall(r"(\w+)=(\S*)", line))
+
+
+@pytest.mark.django_db
+def test_the_flush_lines_the_docs_quote_are_those_of_the_shipped_defaults(caplog, redis_conn):
+    """A flush through the queue logs one line; the docs quote it as the shipped defaults
+    write it (its mode, its fields), wherever they show the queue's flush."""
+    from indexnow_django.dispatch import dispatch
+
+    with caplog.at_level("INFO", logger="indexnow_django"):
+        dispatch(["/a/", "/b/"])
+    [logged] = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("IndexNow flush")
+    ]
+    written = fields_of(logged)
+    quoted = [
+        (page, line)
+        for page, line in quoted_log_lines()
+        if line.startswith("IndexNow flush")
+        and fields_of(line).get("mode") in ("queue", "coalesce")
+    ]
+    assert quoted, "the docs quote no flush through the queue"
+    for page, line in quoted:
+        shown = fields_of(line)
+        assert shown["mode"] == written["mode"], f"{page}: {line} (the code: {logged})"
+        if not line.endswith("..."):
+            assert list(shown) == list(written), f"{page}: {line} (the code: {logged})"

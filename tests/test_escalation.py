@@ -27,7 +27,7 @@ def line_for(engine: LoopbackEngine, host: str = "www.example.com") -> str:
 
 
 LINE = "IndexNow host=www.example.com engine="
-KEY_FILE = "https://www.example.com/test…6789.txt"
+KEY_FILE = "https://www.example.com/test….txt"
 
 
 def critical_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -56,12 +56,17 @@ def engine_name(engine: LoopbackEngine) -> str:
     return endpoint_name(engine.url)
 
 
+def answered(engine: LoopbackEngine, *replies: Reply) -> None:
+    """One flush per reply, each sent at once and answered by it, in order."""
+    engine.queue_replies(*replies)
+    for n in range(len(replies)):
+        dispatch([f"/p{n}/"])
+
+
 def test_five_final_rejections_fail_the_check_naming_host_engine_and_answer(
     engine: LoopbackEngine, history_on: Any
 ) -> None:
-    engine.queue_replies(Reply(200), *[Reply(403, body="Key not valid")] * 5)
-    for n in range(6):
-        dispatch([f"/p{n}/"])
+    answered(engine, Reply(200), *[Reply(403, body="Key not valid")] * 5)
 
     output, error = run_check()
 
@@ -78,9 +83,7 @@ def test_five_final_rejections_fail_the_check_naming_host_engine_and_answer(
 def test_five_retryable_failures_are_a_warning_and_an_accepted_post_clears_it(
     engine: LoopbackEngine, history_on: Any
 ) -> None:
-    engine.queue_replies(*[Reply(429, body="Too Many Requests")] * 4, Reply(503))
-    for n in range(5):
-        dispatch([f"/p{n}/"])
+    answered(engine, *[Reply(429, body="Too Many Requests")] * 4, Reply(503))
 
     output, error = run_check()
     assert error is None
@@ -95,6 +98,60 @@ def test_five_retryable_failures_are_a_warning_and_an_accepted_post_clears_it(
     assert error is None
     assert line.startswith(f"OK    {HOST} → {engine_name(engine)}: last accepted 20")
     assert line.endswith("last answer 202 (Accepted)")
+
+
+def test_a_run_ending_in_rejections_fails_whatever_retryable_answers_it_holds(
+    client: Client, engine: LoopbackEngine, history_on: Any
+) -> None:
+    rejected = Reply(403, body="Key not valid")
+    answered(engine, rejected, Reply(429, body="Too Many Requests"), *[rejected] * 3)
+
+    output, error = run_check()
+
+    assert error is not None
+    assert f"{HOST} → {engine_name(engine)}" in str(error)
+    [line] = health_lines(output)
+    assert line.startswith(f"FAIL  {HOST} → {engine_name(engine)}: 5 failed POSTs in a row since ")
+    assert "last answer 403 (forbidden: the key is not valid" in line
+    hints = [row.strip() for row in output.splitlines() if row.strip().startswith("hint:")]
+    [hint] = [row for row in hints if "key file" in row or "429" in row]
+    assert "check the key file" in hint and "429" not in hint
+
+    # The admin's list says the same: an error, not a warning.
+    staff(client, "indexnow.view_delivery")
+    html = client.get(LIST).content.decode()
+    [item] = re.findall(r'<div id="indexnow-trouble".*?<li class="(\w+)"', html, re.S)
+    assert item == "error"
+
+
+def test_a_run_that_ends_in_a_retryable_answer_is_a_warning(
+    engine: LoopbackEngine, history_on: Any
+) -> None:
+    answered(engine, *[Reply(403, body="Key not valid")] * 2, *[Reply(503)] * 3)
+
+    output, error = run_check()
+
+    assert error is None
+    [line] = health_lines(output)
+    assert line.startswith(f"WARN  {HOST} → {engine_name(engine)}: 5 failed POSTs in a row")
+
+
+def test_a_first_failure_says_nothing_was_accepted_yet_and_since_when(
+    engine: LoopbackEngine, history_on: Any
+) -> None:
+    engine.queue_replies(Reply(403, body="Key not valid"))
+    dispatch(["/p/"])
+
+    output, error = run_check()
+
+    assert error is None
+    [line] = health_lines(output)
+    assert line.startswith(f"WARN  {HOST} → {engine_name(engine)}: 1 final rejections in a row")
+    [hint] = [row.strip() for row in output.splitlines() if "No POST" in row or "a day" in row]
+    assert "for a day" not in hint
+    assert re.search(
+        r"hint: No POST has been accepted yet: the first failed at 20\S+ \S+ UTC \(\d+s ago\)", hint
+    ), hint
 
 
 def test_four_failures_are_no_warning_but_a_day_without_an_accepted_post_is(

@@ -168,3 +168,40 @@ def test_a_sync_view_under_asgi_flushes_its_url(
     assert response.status_code == 200
     assert flushes == [(["/posts/asgi-sync/"], response)]
     assert [p.urls for p in engine.wait_for_posts(1)] == [[f"{BASE}/posts/asgi-sync/"]]
+
+
+# A real ASGI server ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_under_uvicorn_async_and_sync_views_whose_urls_need_queries_lose_nothing(
+    engine: Any, tmp_path: Any
+) -> None:
+    """20 concurrent requests to uvicorn, half of them async views saving with ``acreate``,
+    of a model whose ``urls()`` queries its tags: every request answers 200 and every
+    story's URL reaches the engine (an async view's unit works its URLs out where the ORM
+    may run, not in the event loop)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import requests
+
+    from tests.servers import serve
+
+    count = 20
+    paths = [
+        f"/stories/story-{n}/new-async/" if n % 2 else f"/stories/story-{n}/new/"
+        for n in range(count)
+    ]
+    with serve("asgi", tmp_path) as server:
+        with ThreadPoolExecutor(count) as pool:
+            answers = list(
+                pool.map(lambda path: requests.get(f"{server.base}{path}", timeout=30), paths)
+            )
+        assert [a.status_code for a in answers] == [200] * count
+        expected = {f"{BASE}/stories/story-{n}/" for n in range(count)}
+        expected |= {f"{BASE}/stories/story-{n}/amp/" for n in range(1, count, 2)}
+        posts = engine.wait_for_posts(count, timeout=30)
+        log = server.output()
+    assert {url for post in posts for url in post.urls} == expected, log
+    assert "could not work out" not in log
+    assert "SynchronousOnlyOperation" not in log

@@ -61,6 +61,9 @@ def test_normalize_url(raw, expected):
         ("/a\x85", "contains the control character U+0085"),
         ("https://ex<ample.com/", "host 'ex<ample.com' is not a valid domain name"),
         ("xx" * 5000 + "://host/", "scheme '" + "xx" * 40 + "…' is not http or https"),
+        ("https://[www.example.com]/a/", "not a URL ("),
+        ("http://[::1/", "not a URL (Invalid IPv6 URL)"),
+        ("https://www.example.com]/", "not a URL (Invalid IPv6 URL)"),
     ],
 )
 def test_invalid_urls_say_why(raw, reason):

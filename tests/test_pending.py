@@ -3,6 +3,7 @@ worker can: Redis stopped for real, the engine answering 503, Redis back, a work
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -107,3 +108,128 @@ def test_redis_stopped_while_the_engine_answers_503_then_a_worker_sends_them(
         time.sleep(0.05)
     time.sleep(1)
     assert len(engine.posts) == 2
+
+
+# Settings broken in a server that never ran the system checks -------------------------
+
+#: Mistakes real sites make, each with the check id that names it.
+BROKEN = {
+    "a key read from a secrets file": ({"KEY": "test-key-0123456789\n"}, "indexnow.E004"),
+    "an unknown engine": ({"ENGINES": ["bingo"]}, "indexnow.E009"),
+    "a base URL without its scheme": ({"BASE_URL": "www.example.com"}, "indexnow.E007"),
+}
+
+
+#: The servers' log lines with their level and logger.
+LEVELLED_LOG = {
+    "LOGGING": {
+        "formatters": {"levelled": {"format": "%(levelname)s %(name)s %(message)s"}},
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "levelled"}},
+    }
+}
+
+
+def wait_for_kept(timeout: float = 20) -> list[PendingSubmission]:
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = list(PendingSubmission.objects.all())
+        if rows or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.worker
+@pytest.mark.parametrize("broken", list(BROKEN), ids=list(BROKEN))
+def test_a_save_under_a_wsgi_server_with_broken_settings_is_kept_then_sent_by_a_worker(
+    broken, engine, start_worker, tmp_path
+):
+    """gunicorn serves the site with an invalid ``INDEXNOW`` (no system checks run there):
+    the save answers 200, its URL is kept in the database as it was given with an ERROR
+    naming the problem; ``indexnow_check`` fails naming it and the number of URLs kept,
+    under the broken settings and under valid ones; a worker with valid settings sends it."""
+    import requests
+
+    from tests.rqhelpers import FAST_SWEEP
+    from tests.servers import serve
+
+    overrides, check_id = BROKEN[broken]
+    [post] = Post.objects.bulk_create(  # no signal: nothing flushed from here
+        [Post(title="Hello", slug="hello", status=Post.PUBLISHED)]
+    )
+    with serve("wsgi", tmp_path, overrides=overrides, settings=LEVELLED_LOG) as server:
+        answer = requests.get(f"{server.base}/posts/{post.pk}/save/?title=Saved", timeout=30)
+        assert answer.status_code == 200
+        kept = wait_for_kept()
+        log = server.output()
+    assert Post.objects.get(pk=post.pk).title == "Saved"
+    assert [row.url_list for row in kept] == [["/posts/hello/"]], log
+    assert check_id in kept[0].reason
+    [error] = [line for line in log.splitlines() if "IndexNow kept batch=" in line]
+    assert error.startswith("ERROR indexnow_django.")
+    assert check_id in error and "not sent" in error
+
+    for marked in (overrides, {}):  # the check with the server's settings, and with valid ones
+        result = services.run_django(
+            "indexnow_check",
+            "--offline",
+            INDEXNOW_TEST_OVERRIDES=json.dumps(marked),
+        )
+        output = result.stdout + result.stderr
+        assert result.returncode != 0, output
+        assert "1 URL(s) kept in the database" in output, output
+        assert check_id in output, output
+
+    start_worker({}, extra_env=FAST_SWEEP)
+    [post_sent] = engine.wait_for_posts(1, timeout=30)
+    assert post_sent.urls == [HELLO]
+    assert PendingSubmission.objects.count() == 0
+
+
+def test_without_base_url_or_a_site_the_urls_are_kept_as_given(settings, caplog):
+    """``BASE_URL`` left out and no ``Site`` to give the domain: nothing can be normalized,
+    so the URLs are kept as they were given, gone ones marked, with an ERROR naming why."""
+    from django.contrib.sites.models import Site
+
+    Site.objects.all().delete()
+    settings.INDEXNOW = {k: v for k, v in settings.INDEXNOW.items() if k != "BASE_URL"}
+    with caplog.at_level(logging.ERROR, logger="indexnow_django"):
+        dispatch(["/a/", "/old-slug/", "https://www.example.com/b/"], gone=["/old-slug/"])
+    [kept] = PendingSubmission.objects.all()
+    assert kept.url_list == ["/a/", "/old-slug/", "https://www.example.com/b/"]
+    assert kept.gone_list == ["/old-slug/"]
+    assert kept.engine_list is None
+    [error] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert "BASE_URL" in error.getMessage() and "not sent" in error.getMessage()
+
+
+@pytest.mark.indexnow(**AT_ONCE)
+def test_with_no_worker_to_send_them_the_first_flush_with_valid_settings_does(
+    engine, settings, monkeypatch
+):
+    """``DISPATCH: "sync"``: a process whose settings are valid sends, with its first flush,
+    what a process with invalid ones kept (the gone URL as gone); once."""
+    from indexnow_django import dispatch as module
+
+    valid = settings.INDEXNOW
+    settings.INDEXNOW = {**valid, "ENGINES": ["bingo"]}
+    dispatch(["/kept/", "/kept-gone/"], gone=["/kept-gone/"])
+    dispatch(["/kept/", "/kept-2/"])
+    assert PendingSubmission.objects.count() == 2
+    assert engine.posts == []
+
+    settings.INDEXNOW = valid
+    monkeypatch.setattr(module, "_kept_looked_for", None)  # a process started with them
+    dispatch(["/a/"])
+    [first, kept] = engine.wait_for_posts(2)
+    assert first.urls == [A]
+    # The two kept flushes in one POST, each URL once.
+    assert sorted(kept.urls) == [
+        "https://www.example.com/kept-2/",
+        "https://www.example.com/kept-gone/",
+        "https://www.example.com/kept/",
+    ]
+    assert PendingSubmission.objects.count() == 0
+    dispatch(["/b/"])
+    assert len(engine.wait_for_posts(3)) == 3  # only /b/: nothing kept is sent twice
+    assert engine.posts[-1].urls == ["https://www.example.com/b/"]

@@ -106,7 +106,12 @@ def test_figures_per_model_from_hand_written_history(
     )
     assert (post["p50_seconds"], post["p95_seconds"]) == (64.0, 64.0)
     assert post["not_accepted_urls"] == [
-        {"url": post_urls[2], "engine": "bing", "last_answer": "429: later"}
+        {
+            "url": post_urls[2],
+            "engine": "bing",
+            "last_answer": "429: later",
+            "answers": {"bing": "429: later", "indexnow": "200"},
+        }
     ]
     assert post["skipped_urls"] == [{"url": post_urls[3], "reason": "noindex"}]
     about = models["testapp.Page"]
@@ -135,6 +140,64 @@ def test_the_text_report(history_on: Any) -> None:
         "testapp.Post: 1 flushed, 1 accepted by every engine (p50 3.0s, p95 3.0s after the "
         "flush), 0 not accepted yet, 0 skipped by the preflight"
     )
+
+
+def test_a_url_not_accepted_is_listed_once_with_each_engines_last_answer(
+    history_on: Any, indexnow_settings: Callable[..., Any]
+) -> None:
+    indexnow_settings(ENGINES=["indexnow", "bing"])
+    stuck, recovered = (
+        Post.objects.create(title=slug, slug=slug, status=Post.PUBLISHED)
+        for slug in ("stuck", "recovered")
+    )
+    Delivery.objects.all().delete()
+    now = timezone.now()
+    stuck_url, recovered_url = (f"{BASE}/posts/{post.slug}/" for post in (stuck, recovered))
+
+    def flushed(url: str, batch_id: str, minutes_ago: int, *answers: tuple[Any, ...]) -> None:
+        """A flush of ``url``, and each engine's answer ``(engine, outcome, status, text)``."""
+        flush = now - timedelta(minutes=minutes_ago)
+        for engine, outcome, status, answer in answers:
+            make_delivery(
+                engine=engine,
+                outcome=outcome,
+                status=status,
+                answer=answer,
+                urls=url,
+                batch_id=batch_id,
+                flushed_at=flush,
+                sent_at=flush + timedelta(seconds=2),
+            )
+
+    # The stuck post, saved three times: indexnow accepts each flush, bing refuses each.
+    for n in range(3):
+        flushed(
+            stuck_url,
+            f"s{n}",
+            30 - n,
+            ("indexnow", "accepted", 200, ""),
+            ("bing", "rejected", 403, f"bing answered 403: no key {n}"),
+        )
+    # The other, refused once, then accepted by both on its next flush.
+    refused = [(engine, "rejected", 403, "") for engine in ("indexnow", "bing")]
+    flushed(recovered_url, "r0", 10, *refused)
+    flushed(recovered_url, "r1", 9, *[(e, "accepted", 200, "") for e in ("indexnow", "bing")])
+
+    post = by_model(report())["testapp.Post"]
+    out = StringIO()
+    call_command("indexnow_report", stdout=out)
+
+    assert post["not_accepted"] == 1
+    assert post["not_accepted_urls"] == [
+        {
+            "url": stuck_url,
+            "engine": "bing",
+            "last_answer": "403: no key 2",
+            "answers": {"bing": "403: no key 2", "indexnow": "200"},
+        }
+    ]
+    listed = [line for line in out.getvalue().splitlines() if "not accepted:" in line]
+    assert listed == [f"  not accepted: {stuck_url} (bing: 403: no key 2; indexnow: 200)"]
 
 
 @pytest.mark.indexnow(HISTORY={"ENABLED": False})

@@ -214,7 +214,7 @@ def test_a_queue_the_backend_does_not_serve_stops_delivery(indexnow_settings):
     assert "'nope' is not a queue of task backend 'database'" in message.msg
 
 
-def test_an_unknown_backend_alias_is_a_settings_error(indexnow_settings):
+def test_an_unknown_backend_alias_is_a_settings_error(indexnow_settings, settings):
     from indexnow_django.conf import validate
 
     tasks_settings(indexnow_settings, TASKS={"BACKEND": "missing"})
@@ -224,9 +224,9 @@ def test_an_unknown_backend_alias_is_a_settings_error(indexnow_settings):
         "INDEXNOW['DISPATCH'] is 'tasks' but INDEXNOW['TASKS']['BACKEND'] 'missing' is not in "
         "settings.TASKS."
     )
+    configured = ", ".join(settings.TASKS)  # "celery" too where a Celery backend is installed
     assert problem.hint == (
-        "Add 'missing' to TASKS, or set INDEXNOW['TASKS']['BACKEND'] to one of: default, "
-        "database, rq."
+        f"Add 'missing' to TASKS, or set INDEXNOW['TASKS']['BACKEND'] to one of: {configured}."
     )
 
 
@@ -244,6 +244,24 @@ def test_db_worker_delivers_the_task(indexnow_settings, engine, start_db_worker)
     [row] = wait_for_rows(STATUS.SUCCESSFUL, 1)
     assert row.return_value["accepted"] == 2
     assert row.return_value["retry_jobs"] == []
+
+
+@pytest.mark.worker
+def test_db_worker_at_the_shipped_throttle_a_flush_is_one_task(
+    indexnow_settings, engine, start_db_worker
+):
+    """At the shipped defaults (the throttle on, the debounce store in the worker's memory),
+    the task of a flush sends to a quiet engine itself: no second task for a wait of 0.0s."""
+    overrides = {"DISPATCH": "tasks", "TASKS": {"BACKEND": "database", "QUEUE_NAME": "default"}}
+    indexnow_settings(**overrides)
+    dispatch(["/a/"])
+    worker = start_db_worker(overrides)
+
+    [post] = engine.wait_for_posts(1, timeout=30)
+    assert post.urls == [A]
+    [row] = wait_for_rows(STATUS.SUCCESSFUL, 1)
+    assert row.return_value["accepted"] == 1
+    assert "IndexNow throttled" not in worker.output()
 
 
 @pytest.mark.worker

@@ -100,6 +100,20 @@ def test_slots_are_shared_by_every_throttle_on_one_redis(
     assert first.take(engine, "tenant.example.com") == 0
 
 
+def test_a_quiet_engine_is_sent_at_once_through_the_cache_api() -> None:
+    """Without Redis (a LocMemCache, a DatabaseCache) the first POST to a quiet engine goes
+    at once, not at the next slot of the grid; the next ones keep the interval."""
+    engine = Engine("e", "http://127.0.0.1:9/indexnow")
+    first, second = Throttle("default", 6), Throttle("default", 6)  # one every 10 s
+
+    host = "www.example.com"
+    waits = [first.take(engine, host), second.take(engine, host), first.take(engine, host)]
+
+    assert waits[0] == 0
+    assert 10 - 0.5 <= waits[1] <= 20  # an interval after the first at least
+    assert waits[2] == pytest.approx(waits[1] + 10, abs=0.5)
+
+
 def test_a_dry_run_is_not_throttled(
     engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
 ) -> None:

@@ -4,6 +4,7 @@ import re
 
 import pytest
 from django.core.management import call_command
+from django.urls import resolve
 
 from tests.needs import AT_ONCE
 
@@ -128,3 +129,33 @@ def test_nothing_is_sent_with_a_previous_key(engine, indexnow_settings):
         "blog-key-abcdefgh",
         "test-key-0123456789",
     ]
+
+
+@pytest.mark.urls("tests.urls_key_file_first")
+@pytest.mark.parametrize("name", ["robots", "ads", "llms", "llms-full", "some-other-key-1234"])
+def test_any_other_txt_file_falls_through_to_the_sites_next_pattern(client, name):
+    """The include first in ``urlpatterns``: the site's own ``*.txt`` files still answer."""
+    response = client.get(f"/{name}.txt")
+
+    assert response.status_code == 200
+    assert response.content == f"the site's own /{name}.txt".encode()
+    assert resolve(f"/{name}.txt").func.__name__ == "text_file"
+
+
+@pytest.mark.urls("tests.urls_key_file_first")
+@pytest.mark.django_db
+def test_with_the_include_first_every_served_key_still_answers(client, indexnow_settings):
+    from django.contrib.sites.models import Site
+
+    from tests.testapp.tenants import tenant_key
+
+    indexnow_settings(PREVIOUS_KEYS=["old-key-12345678"], HOSTS="tests.testapp.tenants.hosts")
+    Site.objects.create(domain="acme.tenants.test", name="acme")  # a tenant added at run time
+    acme = tenant_key("acme.tenants.test")
+
+    assert client.get(f"/{KEY}.txt").content == KEY.encode()
+    assert client.get("/old-key-12345678.txt").content == b"old-key-12345678"
+    assert client.get(f"/{acme}.txt", HTTP_HOST="acme.tenants.test").content == acme.encode()
+    # Another host's key is no file of this host's: the view answers 404 for it.
+    assert client.get(f"/{acme}.txt", HTTP_HOST="www.example.com").status_code == 404
+    assert client.head(f"/{KEY}.txt")["Content-Type"] == "text/plain; charset=utf-8"

@@ -85,6 +85,11 @@ class WorkerProcess:
         if self.with_scheduler:
             command.append("--with-scheduler")
         command.extend(self.extra_args)
+        self.spawn(command, env)
+        return self
+
+    def spawn(self, command: list[str], env: dict[str, str]) -> None:
+        """Start ``command`` in a session of its own, its output to the log file."""
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
                 command,
@@ -94,7 +99,6 @@ class WorkerProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        return self
 
     @property
     def pid(self) -> int:
@@ -210,17 +214,73 @@ class DbWorkerProcess(WorkerProcess):
             self.name,
             *self.extra_args,
         ]
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.spawn(command, env)
         self.wait_for_output("Starting worker", timeout=30)
         return self
+
+
+class CeleryWorkerProcess(WorkerProcess):
+    """One ``celery -A tests.celeryapp worker`` subprocess (a prefork pool of one), as a
+    site runs it: it never imports ``indexnow_django.tasks`` itself."""
+
+    def start(self) -> CeleryWorkerProcess:
+        env = self.environment()
+        command = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tests.celeryapp",
+            "worker",
+            "-Q",
+            ",".join(self.queues),
+            "-n",
+            f"{self.name}@%h",
+            "--concurrency",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel",
+            "INFO",
+            *self.extra_args,
+        ]
+        self.spawn(command, env)
+        self.wait_for_output(" ready.", timeout=60)
+        return self
+
+
+@pytest.fixture
+def start_celery_worker(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[..., CeleryWorkerProcess]]:
+    """Start a real Celery worker on the suite's Redis (``CELERY_BROKER_URL``):
+    ``start_celery_worker(overrides=None, *, queues=("celery",), extra_env=None)``; stopped
+    after the test. The broker and result databases are emptied first."""
+    from django.conf import settings
+
+    for url in (settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND):
+        with contextlib.closing(redis.Redis.from_url(url)) as conn:
+            conn.flushdb()
+    started: list[WorkerProcess] = request.node.stash.setdefault(_workers_key, [])
+    log_dir = tmp_path / "workers"
+    log_dir.mkdir(exist_ok=True)
+
+    def start(
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        queues: Sequence[str] = ("celery",),
+        extra_env: Mapping[str, str] | None = None,
+    ) -> CeleryWorkerProcess:
+        worker = CeleryWorkerProcess(
+            queues=queues, overrides=overrides, log_dir=log_dir, extra_env=extra_env
+        )
+        started.append(worker)
+        return worker.start()
+
+    yield start
+    for worker in started:
+        worker.stop()
 
 
 @pytest.fixture

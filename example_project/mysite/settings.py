@@ -15,6 +15,9 @@ from the environment:
     ``1`` (the default here, so that running the example never reaches a real
     engine by accident) logs the requests instead of sending them; set ``0``
     to send.
+``INDEXNOW_ALLOW_PRIVATE_HOSTS``
+    ``1`` sends the URLs of a site on 127.0.0.1 all the same (the demo's stand-in
+    engine runs there too); by default they are never sent to an engine.
 ``INDEXNOW_DISPATCH``, ``INDEXNOW_QUEUE``
     Dispatch mode (default ``auto``) and the rq queue name (default ``default``).
 ``INDEXNOW_RETRY_BASE_DELAY``, ``INDEXNOW_RETRY_SERVER_ERROR_DELAY``,
@@ -154,6 +157,7 @@ INDEXNOW = {
     "BASE_URL": os.environ.get("INDEXNOW_BASE_URL") or "http://127.0.0.1:8000",
     "ENGINES": env_list("INDEXNOW_ENGINES", ["indexnow"]),
     "DRY_RUN": env_bool("INDEXNOW_DRY_RUN", True),
+    "ALLOW_PRIVATE_HOSTS": env_bool("INDEXNOW_ALLOW_PRIVATE_HOSTS", False),
     "DISPATCH": os.environ.get("INDEXNOW_DISPATCH") or "auto",
     "QUEUE": {"NAME": QUEUE_NAME},
     "RETRY": {

@@ -4,7 +4,7 @@
 (Django 6.0 and later) or the ``django_tasks`` backport (Django 5.2). The
 ``is_*`` functions tell a backend's kind by its class, for what only some
 backends do (run a task as it is enqueued, keep tasks in the database, run them
-as rq jobs), importing nothing.
+as rq jobs, hand them to Celery), importing nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "TasksFramework",
+    "is_celery_backend",
     "is_database_backend",
     "is_immediate_backend",
     "is_rq_backend",
@@ -96,3 +97,19 @@ def is_database_backend(task_backend: Any) -> bool:
 def is_rq_backend(task_backend: Any) -> bool:
     """Whether ``task_backend`` is django-tasks-rq's: its tasks are rq jobs."""
     return isinstance(task_backend, _classes("django_tasks_rq.backend:RQBackend"))
+
+
+#: The backends that hand tasks to Celery, by the distribution that ships each.
+_CELERY_BACKENDS = {
+    "django-tasks-celery": "django_tasks_celery.backend:CeleryBackend",
+    "django-tasks-fennel": "django_tasks_fennel.backend:CeleryBackend",
+}
+
+
+def is_celery_backend(task_backend: Any) -> str | None:
+    """The distribution (``"django-tasks-celery"``, ``"django-tasks-fennel"``) whose backend
+    ``task_backend`` is, when its tasks run on a Celery worker; else ``None``."""
+    for distribution, path in _CELERY_BACKENDS.items():
+        if isinstance(task_backend, _classes(path)):
+            return distribution
+    return None

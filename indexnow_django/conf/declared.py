@@ -277,6 +277,8 @@ class Declared:
     tasks_queue: Key[str] = Key("TASKS.QUEUE_NAME", "default", "name", E_TASKS)
     #: Render a public URL in-process before it is submitted.
     preflight_enabled: Key[bool] = Key("PREFLIGHT.ENABLED", False, "flag", E_FLAG)
+    #: URLs on hosts that cannot be public are sent all the same (an intranet's own engine).
+    allow_private_hosts: Key[bool] = Key("ALLOW_PRIVATE_HOSTS", False, "flag", E_FLAG)
     #: Crawl receipts (:mod:`indexnow_django.crawl`): off by default, see docs/crawl.md.
     crawl_enabled: Key[bool] = Key("CRAWL.ENABLED", False, "flag", E_FLAG)
     #: Days after an acceptance during which a crawler's fetch is looked for.

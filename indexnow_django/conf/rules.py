@@ -34,7 +34,9 @@ from .declared import (
     where,
 )
 
-KEY_RE = re.compile(r"^[A-Za-z0-9-]{8,128}$")
+#: A key, whole: matched with ``fullmatch`` (``$`` would let a final line break through).
+KEY_RE = re.compile(r"[A-Za-z0-9-]{8,128}")
+_KEY_CHAR = re.compile(r"[A-Za-z0-9-]")
 
 #: The keys printed in the documentation. A site that copied one instead of
 #: making its own would publish a key anyone can read, so the checks refuse them
@@ -134,7 +136,30 @@ def _unknown(where: str, value: Mapping[str, Any], allowed: Mapping[str, Any]) -
 
 
 def valid_key(value: Any) -> bool:
-    return isinstance(value, str) and bool(KEY_RE.match(value))
+    """Whether ``value`` is a key: 8 to 128 characters of ``[A-Za-z0-9-]`` and nothing else."""
+    return isinstance(value, str) and KEY_RE.fullmatch(value) is not None
+
+
+def key_fault(value: Any) -> str:
+    """What makes ``value`` no key, said without showing it: ``"it ends with a line break"``."""
+    if not isinstance(value, str):
+        return f"it is {type(value).__name__}, not a string"
+    trailing = value[len(value.rstrip()) :]
+    if "\n" in trailing or "\r" in trailing:
+        return "it ends with a line break (as a file read whole gives it: strip it)"
+    if trailing:
+        return "it ends with white space"
+    if value != value.lstrip():
+        return "it starts with white space"
+    bad = sorted({char for char in value if not _KEY_CHAR.fullmatch(char)})
+    if bad:
+        return f"it holds {', '.join(map(repr, bad[:5]))}"
+    return f"it has {len(value)} characters"
+
+
+def _not_a_key(value: Any) -> str:
+    """How a message names a value that is no key: masked, as any key is shown."""
+    return mask_key(value.strip()) if isinstance(value, str) else repr(value)
 
 
 def _sites_installed() -> bool:
@@ -158,7 +183,11 @@ def _key_set(place: str, options: Mapping[str, Any], top: bool = False) -> Itera
     the ``top`` or for one host (whose ``PREVIOUS_KEYS`` may be ``None``: the main key's)."""
     key = options.get("KEY")
     if key is not None and not valid_key(key):
-        yield Problem("indexnow.E004", f"{place}['KEY'] must be {NOT_A_KEY}.", KEY_HINT)
+        yield Problem(
+            "indexnow.E004",
+            f"{place}['KEY'] {_not_a_key(key)} must be {NOT_A_KEY}: {key_fault(key)}.",
+            KEY_HINT,
+        )
     elif key in DOCUMENTED_KEYS:
         yield Problem(
             "indexnow.E020",
@@ -188,7 +217,10 @@ def _key_set(place: str, options: Mapping[str, Any], top: bool = False) -> Itera
     for old in previous:
         if not valid_key(old):
             yield Problem(
-                "indexnow.E021", f"{previous_place} holds {old!r}, which is not {NOT_A_KEY}.", hint
+                "indexnow.E021",
+                f"{previous_place} holds {_not_a_key(old)}, which is not {NOT_A_KEY}: "
+                f"{key_fault(old)}.",
+                hint,
             )
         elif old == key:
             yield Problem(

@@ -21,7 +21,7 @@ from ..protocol.client import RetryPolicy
 from ..protocol.masking import mask_keys
 from ..protocol.normalize import normalize_url
 from .declared import KEYS, TRANSPORTS, Declared
-from .hosts import HostConfig, LiveHosts
+from .hosts import HostConfig, Hosts, LiveHosts
 from .rules import merged, validate
 
 
@@ -55,7 +55,19 @@ class IndexNowSettings(Declared):
             for key in KEYS
             if not key.attr.startswith("_") and not key.attr.endswith("_setting")
         ]
-        return f"IndexNowSettings({', '.join(shown)}, retry={self.retry!r})"
+        text = f"IndexNowSettings({', '.join(shown)}, retry={self.retry!r})"
+        return mask_keys(text, self._settings_keys())
+
+    def _settings_keys(self) -> list[str]:
+        """The keys the settings name (the main one, the previous ones, those of ``HOSTS``
+        as a dict), read without the hosts that come from code: what :meth:`__repr__` masks."""
+        keys: list[Any] = [self.key, *self.previous_keys]
+        if isinstance(self.hosts_setting, Mapping):
+            for options in self.hosts_setting.values():
+                if isinstance(options, Mapping):
+                    keys.append(options.get("KEY"))
+                    keys.extend(options.get("PREVIOUS_KEYS") or ())
+        return [key for key in keys if isinstance(key, str)]
 
     @cached_property
     def retry(self) -> RetryPolicy:
@@ -72,7 +84,7 @@ class IndexNowSettings(Declared):
         return normalize_url(base_url).rstrip("/")
 
     @property
-    def hosts(self) -> Mapping[str, HostConfig]:
+    def hosts(self) -> Hosts:
         """The hosts URLs may be submitted for, each with its key and key file; those
         that come from code are read again within seconds (see :mod:`.hosts`)."""
         return self._live_hosts.get(self)
@@ -99,6 +111,25 @@ class IndexNowSettings(Declared):
     def host_config(self, host: str) -> HostConfig | None:
         return self.hosts.get(host)
 
+    def serves_key(self, name: str) -> bool:
+        """Whether ``/<name>.txt`` is the key file of some host: the main key, a previous
+        one, or a host's. A name not among them makes the hosts be read again, at most
+        once a second (a tenant added since); a set look-up otherwise."""
+        if name == self.key or name in self.previous_keys:
+            return True
+        if name in self._served_keys():
+            return True
+        return self.reread_hosts() and name in self._served_keys()
+
+    def _served_keys(self) -> frozenset[str]:
+        """Every host's key and previous keys, worked out again when the hosts change."""
+        hosts = self.hosts
+        kept = self.__dict__.get("_served")
+        if kept is None or kept[0] is not hosts:
+            keys = {key for h in hosts.values() for key in (h.key, *h.previous_keys)}
+            kept = self.__dict__["_served"] = (hosts, frozenset(keys))
+        return kept[1]
+
     @property
     def keys_per_host(self) -> bool:
         """Whether some host serves other key files than the main key's (``Vary: Host``)."""
@@ -106,14 +137,18 @@ class IndexNowSettings(Declared):
             h.key != self.key or h.previous_keys != self.previous_keys for h in self.hosts.values()
         )
 
-    def mask(self, text: str) -> str:
-        """``text`` with every configured key (the main one, each host's, the previous
-        ones) masked."""
+    def all_keys(self) -> list[str]:
+        """Every configured key: the main one, the previous ones, each host's."""
         keys = [self.key, *self.previous_keys]
         for h in self.hosts.values():
             keys.append(h.key)
             keys.extend(h.previous_keys)
-        return mask_keys(text, keys)
+        return list(dict.fromkeys(keys))
+
+    def mask(self, text: str) -> str:
+        """``text`` with every configured key (the main one, each host's, the previous
+        ones) masked."""
+        return mask_keys(text, self.all_keys())
 
 
 def _sites_domain() -> str:
@@ -196,12 +231,14 @@ def clear_cache(**kwargs: Any) -> None:
 def settings_fingerprint() -> dict[str, Any]:
     """What a worker records of the ``INDEXNOW`` settings it started with.
 
-    ``fingerprint`` is a short hash of the merged settings (equal settings, equal
-    fingerprint; the key cannot be read back from it); ``DRY_RUN`` and ``ENABLED``
+    ``fingerprint`` is a short HMAC of the merged settings keyed with ``SECRET_KEY``
+    (equal settings, equal fingerprint, in every process of the site; without
+    ``SECRET_KEY`` nothing of the key can be found from it); ``DRY_RUN`` and ``ENABLED``
     are kept as they are, so ``indexnow_check`` can say what a difference means.
     """
-    import hashlib
     import json
+
+    from django.utils.crypto import salted_hmac
 
     def stable(value: Any) -> str:
         # A function or a class by its dotted name: its repr holds an address that differs
@@ -214,8 +251,11 @@ def settings_fingerprint() -> dict[str, Any]:
     raw = getattr(django_settings, "INDEXNOW", None)
     conf = merged(raw) if isinstance(raw, Mapping) else {"INDEXNOW": repr(raw)}
     text = json.dumps(conf, sort_keys=True, default=stable)
+    # Keyed with SECRET_KEY: the settings hold the key, and a hash anyone can compute
+    # would let a short key be found by hashing guesses.
+    digest = salted_hmac("indexnow_django.settings_fingerprint", text, algorithm="sha256")
     return {
-        "fingerprint": hashlib.sha256(text.encode()).hexdigest()[:12],
+        "fingerprint": digest.hexdigest()[:12],
         "DRY_RUN": conf.get("DRY_RUN"),
         "ENABLED": conf.get("ENABLED"),
     }

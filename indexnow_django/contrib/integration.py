@@ -47,6 +47,9 @@ class IntegrationConfig(AppConfig):
     sites: SiteHostsWatch
     #: Logged (debug) when the sites cannot be read.
     sites_unreadable = "IndexNow could not read the sites yet"
+    #: What the integration tracks with no registration, as ``indexnow_check`` lists it
+    #: beside the registered models (the hook ``indexnow_tracked`` of an app config).
+    indexnow_tracked: str
 
     def ready(self) -> None:
         for required in self.required_apps:

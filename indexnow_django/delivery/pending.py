@@ -10,13 +10,22 @@ puts them back on their way, with their retries, once Redis takes jobs again
 (:mod:`indexnow_django.transports.rq.kept`).
 Final rejections (400, 403, 422) are not kept: sending them again would not
 help.
+
+A flush in a process whose ``INDEXNOW`` is invalid (a server that never ran
+the system checks) is kept here too, its URLs as they were given (a path stays a
+path: without valid settings nothing can be normalized), with the problem as
+its reason (:func:`keep_unsettled`): a process with valid settings sends them,
+normalized by its own settings (the rq worker class with the rows above; with
+another transport, the first flush of a process, :func:`take_unsettled`), and
+``indexnow_check`` fails while they wait.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -24,7 +33,15 @@ from .parcel import Parcel
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DRAIN_SLICE", "ENQUEUE_TIMED_OUT", "PendingSubmission", "keep"]
+__all__ = [
+    "DRAIN_SLICE",
+    "ENQUEUE_TIMED_OUT",
+    "SETTINGS_INVALID",
+    "PendingSubmission",
+    "keep",
+    "keep_unsettled",
+    "take_unsettled",
+]
 
 #: Rows turned into jobs per look: a long outage's backlog drains in slices.
 DRAIN_SLICE = 100
@@ -32,6 +49,10 @@ DRAIN_SLICE = 100
 #: The reason of a row kept because the enqueue of its flush timed out: Redis may
 #: still have taken the job, and only one of the two is sent.
 ENQUEUE_TIMED_OUT = "the enqueue timed out"
+
+#: The start of the reason of a row kept because the settings of the process that
+#: flushed it were invalid.
+SETTINGS_INVALID = "settings.INDEXNOW is invalid"
 
 
 class PendingSubmission(models.Model):
@@ -92,6 +113,60 @@ def keep(parcel: Parcel, *, reason: str) -> bool:
     Returns whether it was kept. Never raises: a database that cannot take it is
     logged, with the URLs.
     """
+    if not _store(parcel, reason):
+        return False
+    logger.warning(
+        "IndexNow kept batch=%s count=%d engines=%s in the database: a worker sends them once "
+        "the queue takes jobs again (%s)",
+        parcel.batch_id,
+        len(parcel),
+        ",".join(parcel.engines) if parcel.engines else "all",
+        reason,
+    )
+    return True
+
+
+def keep_unsettled(urls: Sequence[str], *, gone: Iterable[str], force: bool, problem: str) -> bool:
+    """Keep a flush that this process cannot deliver because its settings are invalid:
+    ``urls`` as given, for every engine, until a process with valid settings sends them.
+
+    ``problem`` names what is wrong (it starts with :data:`SETTINGS_INVALID`). Logs an
+    ERROR that names it; returns whether the URLs were kept. Never raises.
+    """
+    if not problem.startswith(SETTINGS_INVALID):
+        problem = f"{SETTINGS_INVALID}: {problem}"
+    parcel = Parcel.of([_one_line(url) for url in urls], gone=map(_one_line, gone), force=force)
+    if not _store(parcel, problem):
+        return False
+    logger.error(
+        "IndexNow kept batch=%s count=%d in the database, not sent: %s. A worker with valid "
+        "settings sends them (python manage.py rqworker with indexnow_django.worker.Worker); "
+        "manage.py indexnow_check says what is wrong",
+        parcel.batch_id,
+        len(parcel),
+        problem,
+    )
+    return True
+
+
+def take_unsettled() -> list[PendingSubmission]:
+    """The oldest rows that invalid settings kept (up to :data:`DRAIN_SLICE`), removed from
+    the table: the caller sends them. Two processes never take the same row. Raises on
+    database errors."""
+    with transaction.atomic():
+        rows = PendingSubmission.objects.select_for_update(skip_locked=True).filter(
+            reason__startswith=SETTINGS_INVALID
+        )[:DRAIN_SLICE]
+        return [row for row in rows if PendingSubmission.objects.filter(pk=row.pk).delete()[0]]
+
+
+def _one_line(url: str) -> str:
+    """``url`` as a row keeps it: one line (a raw URL may hold anything)."""
+    return " ".join(str(url).splitlines())
+
+
+def _store(parcel: Parcel, reason: str) -> bool:
+    """A row for ``parcel``; whether the database took it (else logged, with the URLs)."""
     if not parcel.urls:
         return True
     separator = PendingSubmission.SEPARATOR
@@ -112,12 +187,4 @@ def keep(parcel: Parcel, *, reason: str) -> bool:
             " ".join(parcel.urls[:20]),
         )
         return False
-    logger.warning(
-        "IndexNow kept batch=%s count=%d engines=%s in the database: a worker sends them once "
-        "the queue takes jobs again (%s)",
-        parcel.batch_id,
-        len(parcel),
-        ",".join(parcel.engines) if parcel.engines else "all",
-        reason,
-    )
     return True

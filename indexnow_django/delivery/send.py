@@ -152,7 +152,7 @@ def gone_urls(valid: list[str], gone: Collection[str], conf: IndexNowSettings) -
 
 
 def make_client(conf: IndexNowSettings) -> IndexNowClient:
-    return IndexNowClient(timeout=conf.http_timeout, dry_run=conf.dry_run)
+    return IndexNowClient(timeout=conf.http_timeout, dry_run=conf.dry_run, keys=conf.all_keys())
 
 
 def make_debounce(conf: IndexNowSettings) -> DebounceStore:

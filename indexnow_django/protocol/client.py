@@ -290,9 +290,12 @@ class IndexNowClient:
         dry_run: bool = False,
         session: requests.Session | None = None,
         user_agent: str = USER_AGENT,
+        keys: Iterable[str] = (),
     ) -> None:
         self.timeout = timeout
         self.dry_run = dry_run
+        #: The site's other keys, masked in an answer as the key it was sent is.
+        self.keys = tuple(keys)
         self.transport = HTTPSession(session)
         self.user_agent = user_agent
 
@@ -343,7 +346,8 @@ class IndexNowClient:
             message += f" ({reason})"
         if answer.text.strip():
             # Masked before it is cut, so that no piece of a secret is left.
-            message += f": {excerpt(mask_keys(mask_url_in(answer.text, engine.endpoint), [key]))}"
+            shown = mask_keys(mask_url_in(answer.text, engine.endpoint), [key, *self.keys])
+            message += f": {excerpt(shown)}"
         return PostResult(
             engine,
             host,

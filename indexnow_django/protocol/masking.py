@@ -2,8 +2,8 @@
 
 The IndexNow key proves ownership of a site, and an engine endpoint may carry
 credentials (``https://user:secret@host/…``, ``?token=…``): neither is ever
-written out in full. :func:`mask_key` shows the first and last four characters
-of a key, :func:`mask_keys` masks keys wherever they appear in a text (a key
+written out in full. :func:`mask_key` shows the first four characters of a
+key, :func:`mask_keys` masks keys wherever they appear in a text (a key
 file URL, an engine's answer, an exception message), :func:`mask_url`
 hides the password and query-string values of a URL, and :func:`mask_url_in`
 hides them wherever a text quotes that URL.
@@ -21,12 +21,13 @@ MASK = "***"
 
 
 def mask_key(key: str | None) -> str:
-    """The key as logs and command output show it: first and last 4 characters."""
+    """The key as logs and command output show it: its first 4 characters (``abcd…``);
+    nothing of a key of 8 characters or fewer."""
     if not key:
         return "<none>"
     if len(key) <= 8:
         return "*" * len(key)
-    return f"{key[:4]}…{key[-4:]}"
+    return f"{key[:4]}…"
 
 
 def mask_keys(text: str, keys: Iterable[str | None]) -> str:

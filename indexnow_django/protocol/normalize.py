@@ -14,8 +14,9 @@ and duplicates (first occurrence wins, order kept).
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
@@ -32,6 +33,7 @@ __all__ = [
     "normalize_host",
     "normalize_url",
     "normalize_urls",
+    "not_public_reason",
 ]
 
 #: The IndexNow protocol limits a URL to 2048 characters.
@@ -65,6 +67,40 @@ _LINE_BYTES = (
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?%\r\n"
 )
 _BAD_PERCENT_BYTES = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
+#: Name suffixes that only a private network resolves (RFC 6761, 6762, 8375, and the
+#: ``internal`` and ``lan`` names of home and company networks).
+_PRIVATE_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+#: The domain of a fresh ``django.contrib.sites`` Site: a placeholder, no site of yours.
+PLACEHOLDER_DOMAIN = "example.com"
+
+
+def not_public_reason(host: str) -> str | None:
+    """Why a URL on ``host`` (``name[:port]``, normalized) can be no public site's, or
+    ``None``: localhost, a name with no dot or of a private suffix, an address that is
+    not global (loopback, private, link-local), Django's placeholder ``example.com``."""
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    name = name.strip("[]").rstrip(".")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        pass
+    else:
+        if address.is_global:
+            return None
+        if address.is_loopback:
+            return "a loopback address"
+        if address.is_link_local:
+            return "a link-local address"
+        return "a private address"
+    if name == "localhost" or name.endswith(_PRIVATE_SUFFIXES):
+        return "a name only a private network resolves"
+    if "." not in name:
+        return "a name with no dot"
+    if name == PLACEHOLDER_DOMAIN:
+        return "the placeholder domain of a fresh django.contrib.sites Site"
+    return None
 
 
 class InvalidURL(ValueError):
@@ -123,10 +159,13 @@ def _normalize_parsed(url: str, base_url: str | None) -> str:
             f"contains the control character U+{ord(control.group()):04X} "
             f"at position {control.start() + 1}"
         )
-    if base_url and not urlsplit(url).scheme and not url.startswith("//"):
-        # "./" keeps a first segment with a colon ("/a:b/") from reading as a scheme.
-        url = urljoin(base_url.rstrip("/") + "/", "./" + url.lstrip("/"))
-    parts = urlsplit(url)
+    try:
+        if base_url and not urlsplit(url).scheme and not url.startswith("//"):
+            # "./" keeps a first segment with a colon ("/a:b/") from reading as a scheme.
+            url = urljoin(base_url.rstrip("/") + "/", "./" + url.lstrip("/"))
+        parts = urlsplit(url)
+    except ValueError as exc:  # brackets that hold no IPv6 address ("https://[x]/")
+        raise InvalidURL(f"not a URL ({exc})") from exc
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS:
         if not scheme:
@@ -222,9 +261,14 @@ def foreign_host_reason(host: str, allowed_hosts: Iterable[str], base_url: str |
     """Why a URL on ``host`` is not submitted, in the terms of the settings that decide it.
 
     With ``HOSTS`` left out the only allowed host is that of ``BASE_URL``, and
-    the message says so rather than naming a setting the site never set.
+    the message says so rather than naming a setting the site never set. A host
+    held back because it cannot be public (``allowed_hosts.withheld``, see
+    :class:`~indexnow_django.conf.hosts.Hosts`) is named with why and where it came from.
     """
     shown = excerpt(host, EXCERPT_CHARS)
+    withheld: Mapping[str, str] = getattr(allowed_hosts, "withheld", None) or {}
+    if host in withheld:
+        return f"host {shown!r} cannot be public ({withheld[host]}): never sent to an engine"
     allowed = set(allowed_hosts)
     if base_url and allowed == {urlsplit(base_url).netloc}:
         return (
@@ -274,7 +318,9 @@ def normalize_urls(
             result.rejected.append((str(raw), str(exc)))
             continue
         if hosts is not None and host_of(url) not in hosts:
-            result.rejected.append((url, foreign_host_reason(host_of(url), hosts, base_url)))
+            named = allowed_hosts if isinstance(allowed_hosts, Mapping) else hosts
+            reason = foreign_host_reason(host_of(url), named, base_url)
+            result.rejected.append((url, reason))
             continue
         if url not in seen:
             seen.add(url)

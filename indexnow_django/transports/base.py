@@ -104,6 +104,10 @@ class Transport:
     #: Each delivery runs in a process of its own (rq's forking worker): nothing one
     #: keeps in memory is seen by the next.
     forks_per_delivery: ClassVar[bool] = False
+    #: Its workers send the URLs kept in the database (:mod:`indexnow_django.delivery.pending`);
+    #: otherwise the first flush of a process with valid settings sends those that
+    #: invalid settings kept (:func:`indexnow_django.dispatch.dispatch`).
+    workers_send_kept: ClassVar[bool] = False
 
     def __init__(self, conf: IndexNowSettings) -> None:
         self.conf = conf

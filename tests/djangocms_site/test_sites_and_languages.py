@@ -112,3 +112,9 @@ def test_indexnow_check_lists_the_sites_and_their_domains(tree: Tree) -> None:
     assert "Example: django CMS site 1, 4 page(s), host www.example.com" in text, text
     assert f"Blog: django CMS site {tree.blog.pk}, 2 page(s), host blog.example.org" in text, text
     assert f"Other: django CMS site {other.pk}, 0 page(s), host example.net:8000" in text, text
+    # Its pages are tracked with no registration: the check does not say that nothing is.
+    assert "no model is registered" not in text, text
+    assert (
+        "OK    django CMS pages: every page in each language, through djangocms-versioning's "
+        "publishing (indexnow_django.contrib.djangocms, no registration needed)"
+    ) in text, text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexnow_django import ModelIndexNow, register
-from tests.testapp.models import Article, Document, Item, Page, Post, Restaurant
+from tests.testapp.models import Article, Document, Item, Page, Post, Restaurant, Story
 
 
 @register(Post)
@@ -54,3 +54,11 @@ class ItemIndexNow(ModelIndexNow):
 
     def is_published(self, obj: Any) -> bool:
         return bool(obj.status == "published")
+
+
+@register(Story)
+class StoryIndexNow(ModelIndexNow):
+    """Its URLs need a query (its tags), as many sites' do."""
+
+    def urls(self, obj: Any) -> list[str]:
+        return [f"/stories/{obj.slug}/", *(f"/tags/{tag.name}/" for tag in obj.tags.all())]

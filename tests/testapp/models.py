@@ -156,3 +156,13 @@ class Item(models.Model):
 
     def get_absolute_url(self) -> str:
         return f"/items/{self.slug}/"
+
+
+class Story(models.Model):
+    """Its registration's ``urls()`` reads a relation: a query when the URLs are worked out."""
+
+    slug = models.SlugField()
+    tags = models.ManyToManyField(Tag, blank=True, related_name="stories")
+
+    def __str__(self) -> str:
+        return str(self.slug)

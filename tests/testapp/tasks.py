@@ -17,3 +17,17 @@ else:  # Django 5.2: the backport
 def save_pages_task(paths: list[str]) -> int:
     """Create one ``Page`` per path, each save committed on its own."""
     return save_pages(paths)
+
+
+if importlib.util.find_spec("celery") is not None:
+    from celery import shared_task
+
+    @shared_task(name="tests.testapp.tasks.publish_posts")
+    def publish_posts(slugs: list[str]) -> int:
+        """A Celery task of the site's own: publish one ``Post`` per slug, each save
+        committed on its own."""
+        from tests.testapp.models import Post
+
+        for slug in slugs:
+            Post.objects.create(title=slug, slug=slug, status=Post.PUBLISHED)
+        return len(slugs)

@@ -10,4 +10,6 @@ urlpatterns = [
     path("pages/<int:pk>/fail/", views.save_page_then_fail),
     path("pages/<int:pk>/async/", views.async_save_page),
     path("nothing/", views.nothing),
+    path("stories/<slug:slug>/new/", views.create_story),
+    path("stories/<slug:slug>/new-async/", views.async_create_story),
 ]

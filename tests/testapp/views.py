@@ -4,7 +4,8 @@ import asyncio
 
 from django.http import HttpRequest, HttpResponse
 
-from tests.testapp.models import Page, Post
+from indexnow_django import submit
+from tests.testapp.models import Page, Post, Story
 
 
 class Gate:
@@ -50,3 +51,15 @@ async def async_save_page(request: HttpRequest, pk: int) -> HttpResponse:
     if BARRIER is not None:
         await BARRIER.wait()
     return HttpResponse(page.path)
+
+
+def create_story(request: HttpRequest, slug: str) -> HttpResponse:
+    Story.objects.create(slug=slug)
+    return HttpResponse(slug)
+
+
+async def async_create_story(request: HttpRequest, slug: str) -> HttpResponse:
+    """Saves, then adds a URL by hand, in the event loop (where the ORM refuses to run)."""
+    await Story.objects.acreate(slug=slug)
+    submit(f"/stories/{slug}/amp/")
+    return HttpResponse(slug)

@@ -207,3 +207,38 @@ def test_indexnow_check_lists_the_sites_and_their_hosts(tree: Tree) -> None:
     text = out.getvalue()
     assert "www.example.com" in text and "example.net:8000" in text, text
     assert "https://www.example.com/ root page '/home/' (default)" in text, text
+    # Its pages are tracked with no registration: the check does not say that nothing is.
+    assert "no model is registered" not in text, text
+    assert (
+        "OK    Wagtail pages: every page type, through Wagtail's publishing events "
+        "(indexnow_django.contrib.wagtail, no registration needed)"
+    ) in text, text
+
+
+def test_a_fresh_site_on_localhost_sends_nothing_and_names_the_wagtail_site(
+    tree: Tree, admin, engine, caplog
+) -> None:
+    """Wagtail's migrations make the default Site localhost:80: its URLs never reach an
+    engine, a warning names the host and the Wagtail Site, and indexnow_check fails."""
+    import logging
+
+    import pytest
+    from django.core.management.base import CommandError
+
+    caplog.set_level(logging.WARNING, logger="indexnow_django")
+    tree.site.hostname, tree.site.port = "localhost", 80
+    tree.site.save()
+    engine.reset()
+
+    response = admin.post(edit_url(tree.first), publish_data(tree.first, body="new"))
+
+    assert response.status_code == 302
+    assert engine.posts == []
+    why = "a name only a private network resolves, from a Wagtail Site"
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(f"host 'localhost': it cannot be public ({why})" in m for m in messages), messages
+    assert any("'http://localhost/news/first/'" in m for m in messages), messages
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("indexnow_check", "--offline", stdout=out, no_color=True)
+    assert f"FAIL  localhost: cannot be public ({why})" in out.getvalue()

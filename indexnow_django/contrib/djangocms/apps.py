@@ -78,10 +78,16 @@ class IndexNowDjangoCMSConfig(integration.IntegrationConfig):
     name = "indexnow_django.contrib.djangocms"
     label = "indexnow_djangocms"
     verbose_name = "IndexNow for django CMS"
+    #: Where its hosts come from, as messages about a host name it.
+    indexnow_hosts_origin = "a django.contrib.sites domain"
 
     required_apps = REQUIRED_APPS
     site_model = "sites.Site"
     sites = SITES
+    indexnow_tracked = (
+        "django CMS pages: every page in each language, through djangocms-versioning's "
+        "publishing (indexnow_django.contrib.djangocms, no registration needed)"
+    )
 
     def ready(self) -> None:
         super().ready()

@@ -29,11 +29,17 @@ class IndexNowWagtailConfig(integration.IntegrationConfig):
     name = "indexnow_django.contrib.wagtail"
     label = "indexnow_wagtail"
     verbose_name = "IndexNow for Wagtail"
+    #: Where its hosts come from, as messages about a host name it.
+    indexnow_hosts_origin = "a Wagtail Site"
 
     required_apps = ("wagtail", "indexnow_django")
     site_model = "wagtailcore.Site"
     sites = SITES
     sites_unreadable = "IndexNow could not read the Wagtail sites yet"
+    indexnow_tracked = (
+        "Wagtail pages: every page type, through Wagtail's publishing events "
+        "(indexnow_django.contrib.wagtail, no registration needed)"
+    )
 
     def indexnow_report_urls(self) -> Iterator[tuple[str, str]]:
         """``("Wagtail pages", url)`` for each public page's URLs, for ``indexnow_report``."""

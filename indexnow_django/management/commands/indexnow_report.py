@@ -69,8 +69,8 @@ class Command(BaseCommand):
                 f"engine (p50 {p50}, p95 {p95} after the flush), {model.not_accepted_count} "
                 f"not accepted yet, {model.skipped_count} skipped by the preflight"
             )
-            for url, engine, answer in model.not_accepted:
-                write(f"  not accepted: {url} ({engine}: {answer})")
+            for waiting in model.not_accepted:
+                write(f"  not accepted: {waiting.url} ({waiting.describe()})")
             if model.not_accepted_count > len(model.not_accepted):
                 write(f"  ... and {model.not_accepted_count - len(model.not_accepted)} more")
             for figures in (model.crawled or {}).values():

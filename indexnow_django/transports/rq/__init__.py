@@ -50,6 +50,7 @@ class RQTransport(Transport):
     name = "queue"
     package = __name__
     forks_per_delivery = True
+    workers_send_kept = True
     again = "Requeue the job to try again."
 
     def take_flush(

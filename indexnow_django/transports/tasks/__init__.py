@@ -22,6 +22,7 @@ from ...delivery.parcel import LIVENESS, Parcel
 from ..base import Enqueued, Publication, Transport
 from .enqueue import (
     backend,
+    build_tasks,
     cannot_defer,
     enqueue_delivery,
     publication_key,
@@ -35,7 +36,24 @@ if TYPE_CHECKING:
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
 
-__all__ = ["TasksTransport"]
+__all__ = ["TasksTransport", "build_at_start"]
+
+
+def build_at_start() -> None:
+    """With ``DISPATCH: "tasks"``, build the app's tasks as Django starts, on the configured
+    backend and queue (:func:`~.enqueue.build_tasks`), so that a Celery worker knows them.
+    Never raises: settings or a backend that cannot be loaded are the checks' to report
+    (``indexnow.E023``, ``indexnow.W010``), and enqueueing builds the tasks again."""
+    from ...conf import get_settings
+
+    try:
+        conf = get_settings(resolve_hosts=False)
+        if conf.dispatch == "tasks":
+            build_tasks(conf)
+    except Exception as exc:
+        logger.debug(
+            "IndexNow tasks not built at start (%s: %s)", type(exc).__name__, exc, exc_info=True
+        )
 
 
 class TasksTransport(Transport):

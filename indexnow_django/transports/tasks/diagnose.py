@@ -1,6 +1,8 @@
-"""``indexnow_check``'s findings about django.tasks' transport: the backend, its queue, and on
-django-tasks-db the tasks waiting, running, failed, whether a ``db_worker`` takes them, and
-when the sweep for dead workers' deliveries is due."""
+"""``indexnow_check``'s findings about django.tasks' transport: the backend, its queue (the one a
+worker serves), and whether a worker takes this app's tasks: on django-tasks-db from its table
+(the tasks waiting, running, failed, and when the sweep for dead workers' deliveries is due),
+on a backend whose queue cannot be read (Celery's, django-tasks-rq's) from the marks the app's
+tasks leave in the debounce cache (:func:`~.enqueue.worker_marks`)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,13 @@ def diagnose(diag: Diagnosis, conf: IndexNowSettings) -> list[str]:
 
 def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """The ``django.tasks`` backend: which, whether it defers, and (django-tasks-db) what waits."""
-    from ...compat.tasks import is_database_backend, is_rq_backend, tasks_framework
-    from .enqueue import backend, runs_on_enqueue
+    from ...compat.tasks import (
+        is_celery_backend,
+        is_database_backend,
+        is_rq_backend,
+        tasks_framework,
+    )
+    from .enqueue import backend, queue_of, runs_on_enqueue
 
     framework = tasks_framework()
     try:
@@ -39,27 +46,104 @@ def _tasks_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     kind = f"{type(task_backend).__module__}.{type(task_backend).__qualname__}"
     defers = bool(task_backend.supports_defer)
     where = "runs each task as it is enqueued" if runs_on_enqueue(task_backend) else "queues tasks"
+    celery = is_celery_backend(task_backend)
+    queue = queue_of(task_backend, conf.tasks_queue)
+    named = f"queue {conf.tasks_queue!r}"
+    if queue != conf.tasks_queue:
+        named += f" (Celery's queue {queue!r})"
     diag.add(
         "tasks",
         Status.OK,
         f"backend {conf.tasks_backend!r} ({kind}, {framework.name if framework else '?'}), "
-        f"queue {conf.tasks_queue!r}: {where}; "
+        f"{named}: {where}; "
         + ("defers tasks (retries and scheduled publications run)" if defers else "cannot defer"),
         backend=conf.tasks_backend,
         backend_class=kind,
         queue=conf.tasks_queue,
+        worker_queue=queue,
         supports_defer=defers,
     )
     if is_database_backend(task_backend):
         _database_tasks(diag, conf, framework)
     elif is_rq_backend(task_backend):
+        worker = (
+            f"python manage.py rqworker {queue} --with-scheduler --job-class django_tasks_rq.Job"
+        )
+        _worker_marks(diag, conf, queue, f"the tasks are rq jobs; workers: {worker}", worker)
+    elif celery:
+        worker = f"celery -A <your Celery app> worker -Q {queue}"
+        _worker_marks(
+            diag, conf, queue, f"the tasks go to Celery ({celery}); workers: {worker}", worker
+        )
+    elif not runs_on_enqueue(task_backend):
         diag.add(
             "tasks",
-            Status.OK,
-            "the tasks are rq jobs: run "
-            f"python manage.py rqworker {conf.tasks_queue} --with-scheduler "
-            "--job-class django_tasks_rq.Job",
+            Status.WARN,
+            f"whether a worker takes the tasks of backend {conf.tasks_backend!r} ({kind}) is "
+            "not known to this check",
+            "Make sure a worker of that backend serves the queue; its tasks are "
+            "indexnow_django.tasks.deliver and indexnow_django.tasks.publish.",
         )
+
+
+def _worker_marks(
+    diag: Diagnosis, conf: IndexNowSettings, queue: str, how: str, worker: str
+) -> None:
+    """Whether a worker takes this app's tasks, from the marks they leave (see the module):
+    a task due and untaken for over a minute fails; no task of the app taken yet is a warning
+    (not known until one runs)."""
+    import time
+
+    from .enqueue import worker_marks
+
+    try:
+        waiting, taken = worker_marks(conf)
+    except Exception as exc:
+        diag.add(
+            "tasks",
+            Status.WARN,
+            "whether a worker takes this app's tasks is not known: the debounce cache "
+            f"{conf.debounce_cache!r} cannot be read "
+            f"({type(exc).__name__}: {excerpt(str(exc), 120)})",
+            f"Make sure a worker serves queue {queue!r}: {worker}",
+        )
+        return
+    now = time.time()
+    waited = None if waiting is None else max(0.0, now - float(waiting))
+    took = None if taken is None else max(0.0, now - float(taken))
+    data: dict[str, Any] = {
+        "waiting_seconds": None if waited is None else round(waited),
+        "taken_seconds_ago": None if took is None else round(took),
+    }
+    if waited is not None and waited > NO_WORKER_FAILS_AFTER:
+        since = "" if took is None else f" (a worker last took one {took:.0f}s ago)"
+        diag.add(
+            "tasks",
+            Status.FAIL,
+            f"a task of this app has waited {waited:.0f}s on queue {queue!r} and no worker took "
+            f"one since{since}: nothing is delivered",
+            f"Start a worker that serves queue {queue!r} (under a supervisor, so that it comes "
+            f"back): {worker}",
+            **data,
+        )
+        return
+    if took is None:
+        diag.add(
+            "tasks",
+            Status.WARN,
+            f"no task of this app has run on backend {conf.tasks_backend!r} yet: whether a "
+            f"worker takes them from queue {queue!r} is not known until one does (a task "
+            f"waiting over {NO_WORKER_FAILS_AFTER:.0f}s then fails this check); {how}",
+            "Save a registered object (or manage.py indexnow_submit a URL) and run the check "
+            "again. The marks live in the debounce cache: the workers and this command must "
+            "share it (indexnow.W002).",
+            **data,
+        )
+        return
+    message = f"a worker took this app's last task {took:.0f}s ago (the mark its tasks leave)"
+    if waited is not None:
+        message += f"; one has waited {waited:.0f}s"
+    diag.add("tasks", Status.OK, f"{message}; {how}", **data)
 
 
 def _database_tasks(diag: Diagnosis, conf: IndexNowSettings, framework: Any) -> None:

@@ -24,7 +24,12 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...compat.tasks import is_database_backend, is_immediate_backend, tasks_framework
+from ...compat.tasks import (
+    is_celery_backend,
+    is_database_backend,
+    is_immediate_backend,
+    tasks_framework,
+)
 from ...conf import IndexNowSettings
 from ...delivery.parcel import Parcel
 
@@ -38,13 +43,17 @@ __all__ = [
     "PUBLISH_TASK",
     "SWEEP_TASK",
     "backend",
+    "build_tasks",
     "cannot_defer",
     "enqueue_delivery",
     "is_database",
     "make_task",
+    "note_taken",
     "publication_key",
+    "queue_of",
     "runs_on_enqueue",
     "schedule_publication",
+    "worker_marks",
 ]
 
 #: The dotted paths tasks carry (a task's ``module_path``). Tasks already enqueued
@@ -89,17 +98,116 @@ def cannot_defer(conf: IndexNowSettings) -> str | None:
     )
 
 
+#: The tasks built so far, by backend (the object: settings may replace it), queue and name.
+_built: dict[tuple[int, str, str, str], Any] = {}
+
+
 def make_task(name: str, conf: IndexNowSettings, run_after: datetime.datetime | None = None) -> Any:
     """The task ``name`` (``"deliver"``, ``"publish"``, ``"sweep"``) on ``TASKS["BACKEND"]`` and
-    ``QUEUE_NAME``; the backend validates it (a queue it does not serve raises)."""
-    functions = importlib.import_module(_TASKS_MODULE).FUNCTIONS
-    task = backend(conf).task_class(
-        func=functions[name],
-        backend=conf.tasks_backend,
-        queue_name=conf.tasks_queue,
-        takes_context=name in _TAKES_CONTEXT,
-    )
+    ``QUEUE_NAME``; the backend validates it (a queue it does not serve raises).
+
+    Built once per backend and queue: a backend that registers a task with its
+    worker when the ``Task`` object is created (Celery's) does so once.
+    """
+    task_backend = backend(conf)
+    key = (id(task_backend), conf.tasks_backend, conf.tasks_queue, name)
+    task = _built.get(key)
+    if task is None:
+        functions = importlib.import_module(_TASKS_MODULE).FUNCTIONS
+        task = task_backend.task_class(
+            func=functions[name],
+            backend=conf.tasks_backend,
+            queue_name=conf.tasks_queue,
+            takes_context=name in _TAKES_CONTEXT,
+        )
+        _built[key] = task
     return task.using(run_after=run_after) if run_after is not None else task
+
+
+def build_tasks(conf: IndexNowSettings) -> None:
+    """Build the app's tasks on ``TASKS["BACKEND"]`` and ``QUEUE_NAME`` now, as Django starts
+    (:meth:`~indexnow_django.apps.IndexNowConfig.ready`): a backend that registers a task
+    with its worker when the ``Task`` object is created (django-tasks-celery,
+    django-tasks-fennel) then knows them in a worker that never imports
+    :mod:`indexnow_django.tasks`. Raises when the backend cannot be loaded."""
+    for name in importlib.import_module(_TASKS_MODULE).FUNCTIONS:
+        make_task(name, conf)
+
+
+# --------------------------------------------------------------------------- worker marks
+#
+# Whether a worker takes this app's tasks, on a backend whose queue cannot be read (Celery,
+# rq): an enqueue of a task due now leaves the moment in the debounce cache unless one is
+# there already (the oldest not yet taken; each process looks at most every MARK_EVERY
+# seconds), and each of the app's tasks that starts removes it and leaves its own moment.
+# On django-tasks-db the table says it all (see .diagnose).
+
+_MARK_TTL = 7 * 24 * 3600
+#: A process leaves the waiting mark at most this often (seconds): a request pays the
+#: enqueue and, now and then, one look at the cache; a stopped worker is found that much
+#: later at most.
+MARK_EVERY = 10.0
+#: When this process last left the waiting mark, by key.
+_marked: dict[str, float] = {}
+
+
+def _mark_keys(conf: IndexNowSettings) -> tuple[str, str]:
+    base = f"indexnow:tasks:{conf.tasks_backend}:{conf.tasks_queue}"
+    return f"{base}:waiting", f"{base}:taken"
+
+
+def _note_waiting(conf: IndexNowSettings, task_backend: Any) -> None:
+    """A task due now was enqueued: keep the moment, unless an older one waits. Never raises."""
+    if is_database_backend(task_backend) or is_immediate_backend(task_backend):
+        return
+    from django.core.cache import caches
+
+    key, now = _mark_keys(conf)[0], time.time()
+    if now - _marked.get(key, 0.0) < MARK_EVERY:
+        return
+    _marked[key] = now
+    try:
+        caches[conf.debounce_cache].add(key, now, timeout=_MARK_TTL)
+    except Exception as exc:
+        logger.debug("IndexNow could not mark a waiting task (%s: %s)", type(exc).__name__, exc)
+
+
+def note_taken(conf: IndexNowSettings) -> None:
+    """One of the app's tasks starts in a worker: nothing waits untaken, and a worker took
+    one now. Never raises; nothing on django-tasks-db, whose table says it."""
+    from django.core.cache import caches
+
+    waiting, taken = _mark_keys(conf)
+    try:
+        if is_database_backend(backend(conf)):
+            return
+        cache = caches[conf.debounce_cache]
+        cache.set(taken, time.time(), timeout=_MARK_TTL)
+        cache.delete(waiting)
+    except Exception as exc:
+        logger.debug("IndexNow could not mark a task taken (%s: %s)", type(exc).__name__, exc)
+
+
+def worker_marks(conf: IndexNowSettings) -> tuple[float | None, float | None]:
+    """When the oldest task due and not yet taken was enqueued, and when a worker last took
+    one of the app's tasks (Unix times, ``None`` when not known). Raises what the cache
+    raises."""
+    from django.core.cache import caches
+
+    waiting, taken = _mark_keys(conf)
+    found = caches[conf.debounce_cache].get_many([waiting, taken])
+    return found.get(waiting), found.get(taken)
+
+
+def queue_of(task_backend: Any, queue_name: str) -> str:
+    """The queue a worker of ``task_backend`` must serve for ``queue_name``: Celery's default
+    queue where django-tasks-celery leaves ``"default"`` to Celery's routing, else the name."""
+    if is_celery_backend(task_backend) == "django-tasks-celery" and queue_name == "default":
+        try:
+            return str(task_backend._get_celery_app().conf.task_default_queue)
+        except Exception:
+            return "celery"
+    return queue_name
 
 
 def _due(delay: float) -> datetime.datetime:
@@ -119,6 +227,8 @@ def enqueue_delivery(parcel: Parcel, *, delay: float = 0, conf: IndexNowSettings
     args, kwargs = parcel.call()
     task = make_task("deliver", conf, _due(delay) if delay > 0 else None)
     result = task.enqueue(*args, **kwargs)
+    if delay <= 0:
+        _note_waiting(conf, task.get_backend())
     return str(result.id)
 
 
