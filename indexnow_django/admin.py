@@ -335,6 +335,12 @@ class DeliveryAdmin(_ModelAdmin):
 
     # -- permissions: a read-only record, sent again or deleted by those allowed to
 
+    def get_fieldsets(self, request: HttpRequest, obj: Delivery | None = None) -> Any:
+        conf = _settings_or_none()
+        if conf is None or not conf.crawl_enabled:
+            return self.fieldsets
+        return [*self.fieldsets, (_("Crawled"), {"fields": ["crawled"]})]
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -363,7 +369,21 @@ class DeliveryAdmin(_ModelAdmin):
         return queryset
 
     def get_readonly_fields(self, request: HttpRequest, obj: Delivery | None = None) -> list[str]:
-        return [*(f.name for f in Delivery._meta.fields), "job", "url_list_html", "sent_at_html"]
+        return [
+            *(f.name for f in Delivery._meta.fields),
+            "job",
+            "url_list_html",
+            "sent_at_html",
+            "crawled",
+        ]
+
+    @admin.display(description=_("crawlers' fetches"))
+    def crawled(self, obj: Delivery) -> str:
+        """The verified crawlers' first fetches of its URLs after the acceptance (see
+        :mod:`indexnow_django.crawl`)."""
+        from .crawl.display import delivery_html
+
+        return delivery_html(obj.batch_id, obj.outcome, obj.url_list)
 
     @admin.display(description=_("sent at"), ordering="sent_at")
     def sent(self, obj: Delivery) -> str:
@@ -693,6 +713,7 @@ class IndexNowAdminMixin:
                 "urls": urls,
                 "public": _is_public(options, obj),
                 "accepted": last_accepted(urls) if can_view and urls else None,
+                "crawled": _crawled(urls, conf) if can_view and urls else None,
                 "retention_days": conf.history_retention_days if conf else None,
                 "can_submit": request.user.has_perm("indexnow.submit_urls"),
                 "submit_url": reverse(
@@ -738,6 +759,15 @@ class IndexNowAdminMixin:
             messages.SUCCESS if count else messages.WARNING,
         )
         return response
+
+
+def _crawled(urls: Sequence[str], conf: IndexNowSettings | None) -> list[dict[str, Any]] | None:
+    """The last fetch of each crawler among ``urls``; ``None`` with crawl receipts off."""
+    if conf is None or not conf.crawl_enabled:
+        return None
+    from .crawl.display import panel_context
+
+    return panel_context(urls)
 
 
 def _is_public(options: Any, obj: Model) -> bool:

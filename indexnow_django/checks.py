@@ -116,6 +116,17 @@ def check_queue_wiring(
     ]
 
 
+def check_crawl_worker(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``indexnow.W050``: crawl receipts on, but nothing records them (see
+    :mod:`indexnow_django.crawl.checks`)."""
+    from .crawl.checks import crawl_worker_checks
+
+    conf = _valid_settings()
+    return [] if conf is None else crawl_worker_checks(conf)
+
+
 def _has_middleware() -> bool:
     """``MIDDLEWARE`` holds :data:`MIDDLEWARE_PATH` or a subclass of it."""
     from django.conf import settings
@@ -271,5 +282,6 @@ def register_checks() -> None:
     checks.register(check_debounce_cache, "indexnow")
     checks.register(check_key_file_url, "indexnow", checks.Tags.urls)
     checks.register(check_scheduling, "indexnow")
+    checks.register(check_crawl_worker, "indexnow")
     checks.register(check_languages, "indexnow")
     checks.register(check_registrations, "indexnow", checks.Tags.models)

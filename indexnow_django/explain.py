@@ -4,7 +4,8 @@
 integration) covers the object, whether it is public now and why, its URLs
 per language and host, whether each host is allowed and with which key and
 key file, the debounce state per engine, a scheduled submission that waits,
-and the last deliveries from the history. It returns plain data (for
+the last deliveries from the history, and (with ``CRAWL["ENABLED"]``) the last
+verified fetch of its URLs by each engine's crawler. It returns plain data (for
 ``manage.py indexnow_explain --json``), with a ``verdict``: the reasons, in
 order, that a save of the object now would send nothing, or that it would.
 
@@ -72,6 +73,7 @@ def explain(label: str, pk: str, conf: IndexNowSettings) -> dict[str, Any]:
     report["debounce"] = _debounce(unique, urls, conf)
     report["scheduled"] = _scheduled(model, obj, scheduled_at, conf)
     report["deliveries"] = _deliveries(unique, conf)
+    report["crawled"] = _crawled(unique, conf)
     report["verdict"] = _verdict(report)
     return report
 
@@ -313,6 +315,16 @@ def _deliveries(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]]
         )[:LAST_DELIVERIES]
     )
     return [{**row, "sent_at": row["sent_at"].isoformat()} for row in rows]
+
+
+def _crawled(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]] | None:
+    """The last receipt of each crawler among ``urls``, newest first; ``None`` with crawl
+    receipts off."""
+    if not conf.crawl_enabled:
+        return None
+    from .crawl.receipts import as_dict, last_fetches
+
+    return [as_dict(receipt) for receipt in last_fetches(urls)] if urls else []
 
 
 # --------------------------------------------------------------------------- verdict

@@ -8,6 +8,10 @@ before the response is sent, since Django's ASGI handler does not close the
 response of a client that went away; it runs off the event loop, in asgiref's
 thread-sensitive thread, where the ORM may run the queries of the registrations'
 ``urls()``. Flushing never turns a request into an error.
+
+With ``CRAWL["ENABLED"]``, a request from an engine's crawler is noticed once its
+response is built (:mod:`indexnow_django.crawl.notice`): one user-agent test for any
+request, one Redis write for a crawler's.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from django.http.response import HttpResponseBase
 from . import compat
 from .checks import middleware_without_app
 from .collector import unit
+from .crawl.notice import keep, sighting
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +73,9 @@ class IndexNowMiddleware:
                     response, functools.partial(collector.flush, after_response=True)
                 ):
                     collector.flush(response=response)
+        seen = sighting(request, response)  # crawl receipts: one user-agent test
+        if seen is not None:
+            keep(seen)
         return response
 
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
@@ -81,4 +89,7 @@ class IndexNowMiddleware:
                 # here (the registrations' urls() may query the database, which the ORM
                 # refuses in an event loop) and dispatch may talk to Redis (one enqueue).
                 await sync_to_async(collector.flush, thread_sensitive=True)(response=response)
+        seen = sighting(request, response)  # crawl receipts: one user-agent test
+        if seen is not None:
+            await sync_to_async(keep)(seen)
         return response

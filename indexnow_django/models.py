@@ -1,6 +1,8 @@
 """The app's database models: :class:`Delivery`, the record of one POST to an engine,
 :class:`TaskHeartbeat`, a delivery task still running (see :mod:`indexnow_django.tasks`),
-(and :class:`~indexnow_django.delivery.pending.PendingSubmission`, kept with its own code).
+(and :class:`~indexnow_django.delivery.pending.PendingSubmission` and
+:class:`~indexnow_django.crawl.models.CrawlReceipt` and ``CrawlWait``, kept with their own
+code).
 
 Rows are written by :mod:`indexnow_django.delivery.history` (one INSERT per POST) and
 shown by the admin (``admin.py``). Nothing here reads settings or connects
@@ -12,7 +14,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-__all__ = ["Delivery", "PendingSubmission", "TaskHeartbeat"]
+__all__ = ["CrawlReceipt", "CrawlWait", "Delivery", "PendingSubmission", "TaskHeartbeat"]
 
 
 class Delivery(models.Model):
@@ -94,4 +96,5 @@ class TaskHeartbeat(models.Model):
 
 # Kept beside the code that writes and reads it; imported here so that Django
 # (and its migrations) know the model.
+from .crawl.models import CrawlReceipt, CrawlWait  # noqa: E402
 from .delivery.pending import PendingSubmission  # noqa: E402

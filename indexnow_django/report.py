@@ -7,7 +7,9 @@ it too. Everything comes from the history (:class:`~indexnow_django.models.Deliv
 each record carries the time its URLs were flushed (``flushed_at``, the same for every
 attempt of a flush, from its batch id), so a URL accepted at its third attempt counts from
 its flush, not from its last POST. A record without one (written before the flush time
-was kept) counts from the first POST of its batch.
+was kept) counts from the first POST of its batch. With ``CRAWL["ENABLED"]``, each model
+also tells, per engine, how many of the URLs it accepted a verified crawler fetched
+afterwards, and how long after (:mod:`indexnow_django.crawl.report`).
 
 A flushed URL is one URL of one flush (a batch id): a page saved twice in the period
 counts twice. It is *accepted* once every engine that was sent it in that flush accepted
@@ -39,6 +41,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .conf import IndexNowSettings, get_settings
+from .crawl.report import CrawlFigures
 
 __all__ = ["OTHER", "Freshness", "ModelFreshness", "freshness", "percentile"]
 
@@ -94,6 +97,8 @@ class ModelFreshness:
     #: ``(url, reason)`` of the URLs the preflight held back, the first :data:`LISTED`.
     skipped: list[tuple[str, str]] = field(default_factory=list)
     skipped_count: int = 0
+    #: With ``CRAWL["ENABLED"]``: per engine, its acceptances and the crawlers' fetches.
+    crawled: dict[str, CrawlFigures] | None = None
 
     @property
     def p50(self) -> float | None:
@@ -117,6 +122,11 @@ class ModelFreshness:
             "not_accepted_urls": [url.as_dict() for url in self.not_accepted],
             "skipped": self.skipped_count,
             "skipped_urls": [{"url": url, "reason": reason} for url, reason in self.skipped],
+            **(
+                {"crawled": [figures.as_dict(percentile) for figures in self.crawled.values()]}
+                if self.crawled is not None
+                else {}
+            ),
         }
 
 
@@ -246,6 +256,14 @@ def freshness(
         if len(model.not_accepted) < LISTED:
             texts = {name: said.text for name, said in sorted(answers[url].items())}
             model.not_accepted.append(NotAccepted(url, engine, texts[engine], texts))
+    if conf.crawl_enabled:
+        from .crawl.report import crawl_figures
+
+        for model in figures.values():
+            model.crawled = {}
+        for label, crawled in crawl_figures(since, owners, OTHER).items():
+            model = figures.setdefault(label, ModelFreshness(label))
+            model.crawled = dict(sorted(crawled.items()))
     ordered = sorted(figures.values(), key=lambda m: (m.label == OTHER, m.label))
     return Freshness(days, since, now, ordered)
 

@@ -1,4 +1,4 @@
-"""Signals a site can feed to its metrics: :data:`post_sent`.
+"""Signals a site can feed to its metrics: :data:`post_sent` and :data:`url_crawled`.
 
 ``post_sent`` is sent once per POST to an engine, whoever posts (a worker's
 job, a synchronous send, ``indexnow_submit --sync``), dry runs included, right
@@ -16,24 +16,39 @@ after the answer (and after the history record), with these keyword arguments:
 * ``attempt``: the attempt's number, from 1;
 * ``batch_id``: the batch id of the logs and the history.
 
-``sender`` is ``None``. A receiver that raises is logged and never stops a
-delivery.
+``url_crawled`` is sent once per crawl receipt recorded (see :mod:`indexnow_django.crawl`):
+an engine's verified crawler fetched a URL after its acceptance, with these keyword arguments:
+
+* ``url``: the URL, as it was submitted;
+* ``crawler``: ``bingbot``, ``yandexbot``, ``seznambot``, ``yeti`` or ``yepbot``;
+* ``engine``: the engine whose accepted POST the fetch followed, as in the history;
+* ``at``: when the crawler fetched it (an aware datetime);
+* ``after``: seconds from the acceptance to the fetch;
+* ``status``: the status the site answered the crawler.
+
+It is sent by the worker that verified the fetch. ``sender`` is ``None`` for both. A
+receiver that raises is logged and never stops a delivery, nor the recording of receipts.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from django.dispatch import Signal
 
 from .protocol.client import PostResult
 
+if TYPE_CHECKING:
+    from .crawl.models import CrawlReceipt
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["FAILED", "post_sent"]
+__all__ = ["FAILED", "post_sent", "url_crawled"]
 
 post_sent = Signal()
+url_crawled = Signal()
 
 #: The ``outcome`` of the signal sent when URLs are given up for good.
 FAILED = "failed"
@@ -66,12 +81,33 @@ def _send(result: PostResult, outcome: str, duration: float, attempt: int, batch
         attempt=attempt,
         batch_id=batch_id,
     )
+    _log_raised("post_sent", answers, f"batch={batch_id}")
+
+
+def crawled(receipt: CrawlReceipt) -> None:
+    """Send :data:`url_crawled` for one receipt just recorded."""
+    if not url_crawled.has_listeners(None):
+        return
+    answers = url_crawled.send_robust(
+        None,
+        url=receipt.url,
+        crawler=receipt.crawler,
+        engine=receipt.engine,
+        at=receipt.fetched_at,
+        after=receipt.after,
+        status=receipt.status,
+    )
+    _log_raised("url_crawled", answers, f"url={receipt.url}")
+
+
+def _log_raised(signal: str, answers: list[tuple[Any, Any]], about: str) -> None:
     for receiver, answer in answers:
         if isinstance(answer, Exception):
             logger.warning(
-                "IndexNow post_sent receiver %s raised batch=%s: %s: %s",
+                "IndexNow %s receiver %s raised %s: %s: %s",
+                signal,
                 getattr(receiver, "__qualname__", receiver),
-                batch_id,
+                about,
                 type(answer).__name__,
                 answer,
             )

@@ -56,7 +56,7 @@ def test_unknown_key_suggests_the_right_one(settings):
             "INDEXNOW has an unknown key 'ENGINE'.",
             hint="Did you mean 'ENGINES'? Allowed keys: KEY, KEY_LOCATION, BASE_URL, HOSTS, ENGINES, "
             "ENABLED, DRY_RUN, DISPATCH, COMMAND_UNITS, QUEUE, RETRY, BATCH, DEBOUNCE, HTTP, "
-            "HISTORY, PREVIOUS_KEYS, THROTTLE, TASKS, PREFLIGHT, ALLOW_PRIVATE_HOSTS.",
+            "HISTORY, PREVIOUS_KEYS, THROTTLE, TASKS, PREFLIGHT, ALLOW_PRIVATE_HOSTS, CRAWL.",
             id="indexnow.E002",
         )
     ]

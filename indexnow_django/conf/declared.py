@@ -175,6 +175,7 @@ E_QUEUE = "indexnow.E013"
 E_RETRY = "indexnow.E015"
 E_HISTORY = "indexnow.E019"
 E_TASKS = "indexnow.E023"
+E_CRAWL = "indexnow.E024"
 
 
 class Declared:
@@ -278,6 +279,19 @@ class Declared:
     preflight_enabled: Key[bool] = Key("PREFLIGHT.ENABLED", False, "flag", E_FLAG)
     #: URLs on hosts that cannot be public are sent all the same (an intranet's own engine).
     allow_private_hosts: Key[bool] = Key("ALLOW_PRIVATE_HOSTS", False, "flag", E_FLAG)
+    #: Crawl receipts (:mod:`indexnow_django.crawl`): off by default, see docs/crawl.md.
+    crawl_enabled: Key[bool] = Key("CRAWL.ENABLED", False, "flag", E_FLAG)
+    #: Days after an acceptance during which a crawler's fetch is looked for.
+    crawl_days: Key[int] = number("CRAWL.DAYS", 7, E_CRAWL, 1, whole=True, unit="days")
+    #: ``{crawler name: [CIDR, ...]}`` added to the shipped ranges.
+    crawl_ranges: Key[dict[str, tuple[str, ...]]] = Key(
+        "CRAWL.RANGES", {}, "code", convert=lambda value: {k: tuple(v) for k, v in value.items()}
+    )
+    #: The request header that carries the client's address behind a proxy (``None``:
+    #: ``REMOTE_ADDR``).
+    crawl_client_ip_header: Key[str | None] = Key("CRAWL.CLIENT_IP_HEADER", None, "code")
+    #: The dotted path of the DNS resolver that verifies crawlers (``None``: the system's).
+    crawl_resolver: Key[str | None] = Key("CRAWL.RESOLVER", None, "code")
 
 
 #: Every key, in the order of the setting.

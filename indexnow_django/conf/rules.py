@@ -23,6 +23,7 @@ from ..protocol.masking import mask_key
 from ..protocol.normalize import InvalidURL, normalize_host
 from .declared import (
     DEFAULTS,
+    E_CRAWL,
     KEYS,
     NESTED,
     TRANSPORTS,
@@ -368,6 +369,87 @@ def _rule_retry_overflow(conf: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
+def _rule_crawl(conf: Mapping[str, Any]) -> Iterator[Problem]:
+    """``CRAWL["RANGES"]``, ``CRAWL["CLIENT_IP_HEADER"]`` and ``CRAWL["RESOLVER"]``."""
+    from ..crawl.crawlers import CRAWLERS
+
+    crawl = conf["CRAWL"]
+    names = ", ".join(CRAWLERS)
+    ranges = crawl["RANGES"]
+    example = "{'bingbot': ['40.77.167.0/24']}"
+    if not isinstance(ranges, Mapping):
+        yield Problem(
+            E_CRAWL,
+            f"INDEXNOW['CRAWL']['RANGES'] must be a dict of crawler names to lists of address "
+            f"ranges, not {type(ranges).__name__}.",
+            f"For example {example}; crawler names: {names}.",
+        )
+    else:
+        for name, entries in ranges.items():
+            place = where("CRAWL", "RANGES", name)
+            if name not in CRAWLERS:
+                yield Problem(
+                    E_CRAWL,
+                    f"INDEXNOW['CRAWL']['RANGES'] names an unknown crawler {name!r}.",
+                    f"Crawler names: {names}.",
+                )
+                continue
+            if isinstance(entries, (str, bytes)) or not isinstance(entries, (list, tuple)):
+                yield Problem(
+                    E_CRAWL,
+                    f"{place} must be a list of address ranges, not {type(entries).__name__}.",
+                    f"For example {example}.",
+                )
+                continue
+            for entry in entries:
+                if not _is_network(entry):
+                    yield Problem(
+                        E_CRAWL,
+                        f"{place} holds {entry!r}, which is not an address range.",
+                        "Give IPv4 or IPv6 ranges in CIDR notation, such as '40.77.167.0/24' "
+                        "or '2a02:598:64:8a00::3100:0/123'.",
+                    )
+    header = crawl["CLIENT_IP_HEADER"]
+    if header is not None and (not isinstance(header, str) or not _HEADER_RE.match(header)):
+        yield Problem(
+            E_CRAWL,
+            f"INDEXNOW['CRAWL']['CLIENT_IP_HEADER'] must be None or a request header name, "
+            f"not {header!r}.",
+            "For example 'X-Forwarded-For', 'X-Real-IP' or 'CF-Connecting-IP'; None reads "
+            "REMOTE_ADDR.",
+        )
+    resolver = crawl["RESOLVER"]
+    if resolver is not None:
+        try:
+            found = import_string(resolver) if isinstance(resolver, str) else None
+        except ImportError as exc:
+            found, reason = None, f"cannot be imported ({exc})"
+        else:
+            reason = "is not callable" if isinstance(resolver, str) else "is not a dotted path"
+        if not callable(found):
+            yield Problem(
+                E_CRAWL,
+                f"INDEXNOW['CRAWL']['RESOLVER'] {resolver!r} {reason}.",
+                "Give the dotted path of a class with reverse(address) and forward(name), or "
+                "None for the system's resolver.",
+            )
+
+
+_HEADER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def _is_network(value: Any) -> bool:
+    import ipaddress
+
+    if not isinstance(value, str) or "/" not in value:
+        return False
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        return False
+    return True
+
+
 #: The rules of the keys of kind ``"code"``, run where the key is declared.
 #: ``PREVIOUS_KEYS`` is checked with ``KEY``.
 RULES: dict[tuple[str, ...], Rule] = {
@@ -396,4 +478,5 @@ NESTED_RULES: dict[str | None, Rule] = {
     "QUEUE": _transport_rules("queue"),
     "RETRY": _rule_retry_overflow,
     "TASKS": _transport_rules("tasks"),
+    "CRAWL": _rule_crawl,
 }

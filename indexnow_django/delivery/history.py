@@ -79,7 +79,7 @@ def record(
     if not conf.history_enabled:
         return
     try:
-        _insert(result, batch_id, conf, attempt)
+        delivery = _insert(result, batch_id, conf, attempt)
     except Exception:
         logger.warning(
             "IndexNow history not recorded batch=%s engine=%s host=%s count=%d",
@@ -90,6 +90,10 @@ def record(
             exc_info=True,
         )
         return
+    if conf.crawl_enabled and delivery.outcome == Outcome.ACCEPTED.value:
+        from ..crawl.waits import wait_for_crawlers
+
+        wait_for_crawlers(delivery)
     global _last_purge
     now = time.monotonic()
     if _last_purge is not None and now - _last_purge < PURGE_INTERVAL:
@@ -101,7 +105,9 @@ def record(
         logger.warning("IndexNow history retention failed", exc_info=True)
 
 
-def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: int | None) -> None:
+def _insert(
+    result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: int | None
+) -> Delivery:
     from ..models import Delivery
 
     dry_run = Delivery.Outcome.DRY_RUN
@@ -111,7 +117,7 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
         attempt = _attempt_in_process(batch_id, result)
     using = router.db_for_write(Delivery)
     with transaction.atomic(using=using):  # a savepoint inside a caller's transaction
-        Delivery.objects.using(using).create(
+        created: Delivery = Delivery.objects.using(using).create(
             sent_at=timezone.now() - timedelta(seconds=result.elapsed),
             batch_id=batch_id[:64],
             attempt=attempt,
@@ -127,6 +133,7 @@ def _insert(result: PostResult, batch_id: str, conf: IndexNowSettings, attempt: 
             urls=Delivery.URL_SEPARATOR.join(result.urls),
             flushed_at=flushed_at(batch_id),
         )
+    return created
 
 
 #: The start of :attr:`Delivery.queue` for a POST sent by a ``django.tasks`` task: its
@@ -229,10 +236,13 @@ def _attempt_in_process(batch_id: str, result: PostResult) -> int:
 
 
 def purge(retention_days: int) -> int:
-    """Delete the records older than ``retention_days``; return how many went."""
+    """Delete the records older than ``retention_days``, and the crawl receipts of their
+    acceptances; return how many records went."""
+    from ..crawl.waits import purge as purge_crawls
     from ..models import Delivery
 
     cutoff = timezone.now() - timedelta(days=retention_days)
+    purge_crawls(cutoff)  # the crawl receipts (and waits) of the records that go
     deleted: int = Delivery.objects.filter(sent_at__lt=cutoff).delete()[0]
     if deleted:
         logger.info("IndexNow history retention deleted=%d before=%s", deleted, cutoff.isoformat())

@@ -112,6 +112,23 @@ class Command(BaseCommand):
                     f"({status}), {row['url_count']} URL(s), batch {row['batch_id']}, "
                     f"attempt {row['attempt']}"
                 )
+        crawled = report["crawled"]
+        if crawled is not None:
+            write(self._crawled(crawled))
         write("  Verdict:")
         for line in report["verdict"]:
             write(f"    - {line}")
+
+    def _crawled(self, crawled: list[dict[str, Any]]) -> str:
+        from ...crawl.receipts import after_text, label
+
+        if not crawled:
+            return "  Last fetch per crawler: no verified crawler fetched its URLs after acceptance"
+        lines = ["  Last fetch per crawler:"]
+        for row in crawled:
+            lines.append(
+                f"    {label(row['crawler'])} ({row['crawler']}) {row['fetched_at']} {row['url']}: "
+                f"{after_text(row['after'])} after its acceptance by {row['engine']}, "
+                f"answered {row['status']}"
+            )
+        return "\n".join(lines)

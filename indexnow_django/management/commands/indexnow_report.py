@@ -9,15 +9,17 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...conf import get_settings
+from ...crawl.report import CrawlFigures
 from ...exceptions import IndexNowConfigError
-from ...report import OTHER, Freshness, freshness
+from ...report import OTHER, Freshness, freshness, percentile
 
 
 class Command(BaseCommand):
     help = (
         "Per registered model, over the last days: URLs flushed, accepted by every engine, "
         "seconds from flush to acceptance (p50, p95), not accepted yet with their last "
-        "answer, skipped by the preflight. Reads the history; sends nothing."
+        "answer, skipped by the preflight; with CRAWL['ENABLED'], per engine, the URLs a "
+        "verified crawler fetched after acceptance. Reads the history; sends nothing."
     )
 
     requires_system_checks: list[str] = []
@@ -71,7 +73,20 @@ class Command(BaseCommand):
                 write(f"  not accepted: {waiting.url} ({waiting.describe()})")
             if model.not_accepted_count > len(model.not_accepted):
                 write(f"  ... and {model.not_accepted_count - len(model.not_accepted)} more")
+            for figures in (model.crawled or {}).values():
+                write(self._crawled(figures))
             for url, reason in model.skipped:
                 write(f"  skipped: {url} ({reason})")
             if model.skipped_count > len(model.skipped):
                 write(f"  ... and {model.skipped_count - len(model.skipped)} more")
+
+    def _crawled(self, figures: CrawlFigures) -> str:
+        shown = figures.as_dict(percentile)
+        p50 = f"{shown['p50_seconds']:.0f}s" if shown["p50_seconds"] is not None else "-"
+        p95 = f"{shown['p95_seconds']:.0f}s" if shown["p95_seconds"] is not None else "-"
+        crawlers = ", ".join(f"{name} {count}" for name, count in sorted(figures.crawlers.items()))
+        return (
+            f"  crawled after acceptance by {figures.engine}: {figures.fetched} of "
+            f"{figures.accepted} URL(s) fetched (p50 {p50}, p95 {p95} after acceptance"
+            f"{'; ' + crawlers if crawlers else ''}), {figures.not_fetched} not fetched"
+        )

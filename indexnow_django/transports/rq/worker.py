@@ -21,7 +21,9 @@ retries it. It also registers itself again when Redis lost its registration (a
 restart), starts its scheduler again when that process died (rq
 would wait for its 10-minute maintenance), and queues the URLs that web
 processes kept in the database while Redis could not take their jobs
-(:mod:`.kept`). A busy worker looks when it is idle again;
+(:mod:`.kept`), and, with ``CRAWL["ENABLED"]``, turns the crawlers' fetches that web
+processes noticed into crawl receipts (:mod:`indexnow_django.crawl`). A busy worker
+looks when it is idle again;
 any idle worker of the queue will do. The test suite shortens the interval,
 and the heartbeats of delivery jobs, with :data:`SWEEP_EVERY_ENV` and
 :data:`~indexnow_django.transports.rq.queue.HEARTBEAT_TTL_ENV`.
@@ -134,6 +136,7 @@ class UnitOfWorkMixin:
         self.restart_scheduler()
         self.resend_orphans()
         self.ensure_windows()
+        self.drain_crawls()
         self.enqueue_kept()
 
     # Riding out a lost Redis ------------------------------------------------------
@@ -290,6 +293,23 @@ class UnitOfWorkMixin:
                         ensure_window_job(queue, conf)
         except Exception:
             logger.exception("IndexNow could not look for pending URLs without a window job")
+
+    def drain_crawls(self) -> None:
+        """With ``CRAWL["ENABLED"]``, verify the crawlers' fetches the web processes noticed
+        and record the receipts (see :mod:`indexnow_django.crawl.receipts`). Never raises;
+        the database connections are closed by :meth:`enqueue_kept`, which follows."""
+        from ...crawl.receipts import drain
+
+        try:
+            conf = get_settings()
+            if conf.enabled and conf.crawl_enabled and _queues_here(conf):
+                for queue in self.queues:  # type: ignore[attr-defined]
+                    if queue.name == conf.queue_name:
+                        drain(queue.connection, conf)
+        except REDIS_OUTAGE as exc:
+            self._redis_lost("the crawl receipts", exc)
+        except Exception:
+            logger.exception("IndexNow could not record crawl receipts")
 
     def enqueue_kept(self) -> None:
         """Queue the URLs that web processes kept in the database while Redis could not take
