@@ -56,6 +56,7 @@ __all__ = [
     "Collector",
     "GoneURL",
     "batch",
+    "changes_on_commit",
     "collect",
     "collect_on_commit",
     "command_unit",
@@ -296,19 +297,40 @@ def hand_over(urls: list[str], connection: BaseDatabaseWrapper) -> None:
         _dispatch(urls, unit="commit")
 
 
+def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> dict[Any, Any] | None:
+    """Change tracking's changes waiting for the commit of the transaction on
+    ``connection``, by object (an entry stays until that commit or its rollback).
+
+    ``start``: a change is about to be handed over with :func:`collect_on_commit`
+    (made when there is none); else ``None`` when none waits.
+    """
+    if start:
+        return _Commit.of(connection).changes
+    pending = _Commit._by_connection.get(connection)
+    return pending.changes if pending is not None and not pending.done else None
+
+
 def collect_on_commit(
-    resolve: Callable[[], Iterable[str]], connection: BaseDatabaseWrapper
+    resolve: Callable[[], Iterable[str]],
+    connection: BaseDatabaseWrapper,
+    standing: Any = None,
 ) -> Callable[[], bool]:
     """Hand the URLs that ``resolve()`` gives, called when the transaction on ``connection``
     commits, to the unit of work, as :func:`collect` would hand them at this point.
 
     Call it only inside a transaction. Returns a function that tells whether
     ``resolve`` is still to be called at commit (false once it ran, or when a
-    rollback dropped it).
+    rollback dropped it). ``standing``: a :class:`~.tracking.state.Standing` just
+    made for the same change, whose on-commit callback serves for this one too.
     """
     collector = current()
     pending = _Commit.of(connection)
-    callback = pending.add(connection, collector, resolve)
+    if standing is not None and standing.then is None:
+        callback = standing.mark
+        standing.then = pending.committed
+        pending.pieces.append((callback, collector, resolve))
+    else:
+        callback = pending.add(connection, collector, resolve)
 
     def waiting() -> bool:
         return not pending.done and callback.pending()
@@ -340,12 +362,14 @@ class _Commit:
     def __init__(self) -> None:
         self.pieces: list[tuple[PendingCallback, Collector | None, _Piece]] = []
         self.done = False
+        #: Change tracking's changes waiting for this commit, by object.
+        self.changes: dict[Any, Any] = {}
 
     @classmethod
     def of(cls, connection: BaseDatabaseWrapper) -> _Commit:
         """The pending commit of ``connection``'s current transaction, made on first use."""
         pending = cls._by_connection.get(connection)
-        if pending is None or pending.done or not pending.alive():
+        if pending is None or pending.done or not (pending.alive() or pending.fresh()):
             pending = cls._by_connection[connection] = cls()
         return pending
 
@@ -358,6 +382,10 @@ class _Commit:
                 return True
             self.pieces.pop()
         return False
+
+    def fresh(self) -> bool:
+        """Whether nothing was handed to it yet (made for what is about to be)."""
+        return not self.pieces and not self.changes
 
     def add(
         self, connection: BaseDatabaseWrapper, collector: Collector | None, urls: _Piece

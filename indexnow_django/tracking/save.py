@@ -35,16 +35,16 @@ from ..collector import LATER_LIMIT, current, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registry import plan_for
-from .outcome import DRAFT, Seen, change, failed, outcome, see
+from .outcome import DRAFT, Seen, Unseen, change, failed, outcome, see
 from .raw import ignored
 from .state import (
     LOADED,
-    MISSING,
     ModelInfo,
     Row,
     Standing,
     TrackedState,
     as_dict,
+    as_written,
     changed,
     children,
     is_whole,
@@ -62,6 +62,8 @@ from .state import (
 from .watch import Watch, watched
 
 if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
     from ..registry import Plan
 
 __all__ = ["after_save", "before_save", "fields_changed", "settle", "urls_of_save"]
@@ -219,6 +221,7 @@ def after_save(
             later=before_seen is None,
             standing=standing,
             before_seen=before_seen,
+            connection=connection,
         )
     if watching is not None:
         watching.finish()
@@ -240,6 +243,7 @@ def settle(
     later: bool,
     standing: Standing | None = None,
     before_seen: Seen | None = None,
+    connection: BaseDatabaseWrapper | None = None,
 ) -> None:
     """Submit what a save changed, worked out when that is right and cheapest.
 
@@ -251,7 +255,8 @@ def settle(
     ``standing``: inside a transaction, whether the save still stands.
     """
     args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
-    connection = thread_connection(using)
+    if connection is None:
+        connection = thread_connection(using)
     if connection.in_atomic_block:
         # The state before is seen now; what the object is at the commit, then.
         try:
@@ -269,6 +274,8 @@ def settle(
                 using,
                 copy_saved=after is instance,
                 standing=standing,
+                values=saved,
+                connection=connection,
             )
         return
     collector = current()
@@ -339,10 +346,11 @@ def _compared(
     saved: dict[str, Any],
     update_fields: Iterable[str] | None,
     before_seen: Seen | None = None,
-) -> tuple[Seen | None, bool] | None:
-    """The object as stored before the save (``None``: the same as after it) and whether
+) -> tuple[Seen | Unseen | None, bool] | None:
+    """The object as stored before the save (``None``: the same as after it; an
+    :class:`~.outcome.Unseen`: its values, seen only if the URLs may differ) and whether
     a field of ``fields`` changed; ``None`` when the save changed nothing that counts.
-    Builds the stored object only when a field changed.
+    Builds the stored object only when a field its URLs may be read from changed.
     """
     if not before:
         return DRAFT, True  # an insert
@@ -358,9 +366,15 @@ def _compared(
             # same transaction: what they change is compared with the object as it is now.
             return before_seen or see(plan, rebuild(instance, values, info)), True
         return None, True
-    if before_seen is None:  # seen before the save when objects follow from it
-        before_seen = see(plan, rebuild(instance, values, info))
-    return before_seen, fields_changed(plan, changes)
+    counts = fields_changed(plan, changes)
+    if before_seen is not None:  # seen before the save when objects follow from it
+        return before_seen, counts
+    urls_from = plan.url_attnames
+    if urls_from is not None and urls_from.isdisjoint(changes) and not plan.related:
+        # No field its public state and URLs are read from changed: they are as they
+        # were, which the field values tell without building the stored object.
+        return (Unseen(values), True) if counts else None
+    return see(plan, rebuild(instance, values, info)), counts
 
 
 def _as_saved(
@@ -374,11 +388,7 @@ def _as_saved(
     if deferred:
         # Fields still deferred were not saved: their stored values are current.
         return rebuild(instance, {**deferred, **saved}, info)
-    current = instance.__dict__
-    for attname in info.attnames:
-        if current.get(attname, MISSING) is not saved.get(attname, MISSING):
-            return rebuild(instance, saved, info)  # edited since
-    return instance
+    return as_written(instance, saved, info)
 
 
 # Saves through a base class -----------------------------------------------------------------

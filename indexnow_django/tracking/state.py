@@ -26,6 +26,7 @@ __all__ = [
     "ModelInfo",
     "Row",
     "TrackedState",
+    "as_written",
     "changed",
     "children",
     "info_of",
@@ -148,16 +149,26 @@ class Standing:
     """Something done inside a transaction on a connection (a save, an m2m change): it
     stands unless a rollback (of its savepoint, or of the transaction) drops it."""
 
-    __slots__ = ("_mark", "committed")
+    __slots__ = ("_mark", "committed", "then")
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         #: Set when the transaction committed.
         self.committed = False
+        #: Called at the commit too (what it hands over then: one on-commit callback
+        #: serves both).
+        self.then: Callable[[], None] | None = None
 
         def indexnow_standing() -> None:
             self.committed = True
+            if self.then is not None:
+                self.then()
 
         self._mark = PendingCallback(connection, indexnow_standing)
+
+    @property
+    def mark(self) -> PendingCallback:
+        """Its on-commit callback."""
+        return self._mark
 
     def stands(self) -> bool:
         """Whether it committed or may still commit (no rollback dropped it)."""
@@ -288,6 +299,20 @@ def rebuild(
             if name in cache and values.get(attname, MISSING) == current.get(attname):
                 old_cache[name] = cache[name]
     return old
+
+
+def as_written(
+    instance: models.Model, values: Mapping[str, Any], info: ModelInfo | None = None
+) -> models.Model:
+    """The object as a save wrote ``values``: ``instance`` itself (its cached relations
+    and prefetches serve ``urls()``) unless it was edited since, else a copy."""
+    if info is None:
+        info = info_of(type(instance))
+    current = instance.__dict__
+    for attname in info.attnames:
+        if current.get(attname, MISSING) is not values.get(attname, MISSING):
+            return rebuild(instance, values, info)  # edited since
+    return instance
 
 
 def changed(
