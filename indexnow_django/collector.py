@@ -37,7 +37,7 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
@@ -58,7 +58,6 @@ __all__ = [
     "batch",
     "changes_on_commit",
     "collect",
-    "collect_on_commit",
     "command_unit",
     "connect_tasks",
     "current",
@@ -297,45 +296,31 @@ def hand_over(urls: list[str], connection: BaseDatabaseWrapper) -> None:
         _dispatch(urls, unit="commit")
 
 
-def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> dict[Any, Any] | None:
-    """Change tracking's changes waiting for the commit of the transaction on
-    ``connection``, by object (an entry stays until that commit or its rollback).
+class CommitChanges(Protocol):
+    """What change tracking hands over to the commit of a transaction (see
+    :func:`changes_on_commit`)."""
 
-    ``start``: a change is about to be handed over with :func:`collect_on_commit`
-    (made when there is none); else ``None`` when none waits.
+    #: Its changes waiting for the commit, by object (until the commit or a rollback).
+    changes: dict[Any, Any]
+
+    def collect(self, resolve: Callable[[], Iterable[str]], standing: Any) -> None: ...
+
+
+def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> CommitChanges | None:
+    """What change tracking hands over to the commit of the transaction on ``connection``.
+
+    ``start``: a change is about to be handed over (made when nothing waits for
+    the commit yet); else ``None`` when nothing does. Its ``collect(resolve,
+    standing)`` hands the URLs that ``resolve()`` gives, called when the
+    transaction commits, to the unit of work as :func:`collect` would hand them
+    at this point; ``standing`` (a :class:`~.tracking.state.Standing` just made for
+    the same change, not yet handed over) tells whether it still stands, and its
+    on-commit callback serves for both.
     """
     if start:
-        return _Commit.of(connection).changes
+        return _Commit.of(connection)
     pending = _Commit._by_connection.get(connection)
-    return pending.changes if pending is not None and not pending.done else None
-
-
-def collect_on_commit(
-    resolve: Callable[[], Iterable[str]],
-    connection: BaseDatabaseWrapper,
-    standing: Any = None,
-) -> Callable[[], bool]:
-    """Hand the URLs that ``resolve()`` gives, called when the transaction on ``connection``
-    commits, to the unit of work, as :func:`collect` would hand them at this point.
-
-    Call it only inside a transaction. Returns a function that tells whether
-    ``resolve`` is still to be called at commit (false once it ran, or when a
-    rollback dropped it). ``standing``: a :class:`~.tracking.state.Standing` just
-    made for the same change, whose on-commit callback serves for this one too.
-    """
-    collector = current()
-    pending = _Commit.of(connection)
-    if standing is not None and standing.then is None:
-        callback = standing.mark
-        standing.then = pending.committed
-        pending.pieces.append((callback, collector, resolve))
-    else:
-        callback = pending.add(connection, collector, resolve)
-
-    def waiting() -> bool:
-        return not pending.done and callback.pending()
-
-    return waiting
+    return pending if pending is not None and not pending.done else None
 
 
 #: URLs, or a function giving them when the transaction commits.
@@ -382,6 +367,10 @@ class _Commit:
                 return True
             self.pieces.pop()
         return False
+
+    def collect(self, resolve: Callable[[], Iterable[str]], standing: Any) -> None:
+        standing.then = self.committed
+        self.pieces.append((standing.mark, current(), resolve))
 
     def fresh(self) -> bool:
         """Whether nothing was handed to it yet (made for what is about to be)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, changes_on_commit, collect_on_commit, hand_over
+from ..collector import GoneURL, changes_on_commit, hand_over
 from ..compat import thread_connection
 from ..languages import combined, languages_for
 from .state import MISSING, Standing, as_written, rebuild
@@ -193,7 +193,8 @@ class _Pending:
 
 def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending | None:
     """The change of ``obj`` still waiting for the current transaction, if any."""
-    waiting = changes_on_commit(connection, start=False)
+    commit = changes_on_commit(connection, start=False)
+    waiting = commit.changes if commit is not None else None
     if not waiting:
         return None
     pending: _Pending | None = waiting.get((obj._meta.concrete_model, obj.pk))
@@ -235,8 +236,9 @@ def change(
         values = None
     elif values is None:
         values = saved.__dict__.copy()
-    waiting = changes_on_commit(connection, start=True)
-    assert waiting is not None
+    commit = changes_on_commit(connection, start=True)
+    assert commit is not None
+    waiting = commit.changes
     key = (saved._meta.concrete_model, saved.pk)
     pending: _Pending | None = waiting.get(key)
     first = pending is None or not pending.open()
@@ -246,6 +248,6 @@ def change(
     if standing is None:
         standing = Standing(connection)
     pending.changes.append((standing, saved, values, counts))
-    collect_on_commit(pending.resolve, connection, standing)  # before it waits: see fresh()
+    commit.collect(pending.resolve, standing)
     if first:
         waiting[key] = pending

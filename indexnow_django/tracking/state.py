@@ -10,6 +10,7 @@ object as stored from it.
 from __future__ import annotations
 
 import copy
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -193,6 +194,8 @@ class ModelInfo(NamedTuple):
     mutable: frozenset[str]
     #: attnames whose value the save itself sets (``auto_now``): not a change of the caller's.
     auto: frozenset[str]
+    #: The values of ``attnames`` in a mapping that has them all (``KeyError`` if not).
+    values_of: Callable[[Mapping[str, Any]], Any]
 
 
 def model_info(model: type[models.Model]) -> ModelInfo:
@@ -203,6 +206,7 @@ def model_info(model: type[models.Model]) -> ModelInfo:
         tuple((f.name, f.attname) for f in fields if f.is_relation),
         frozenset(f.attname for f in fields if f.get_internal_type() in _MUTABLE_TYPES),
         frozenset(f.attname for f in fields if getattr(f, "auto_now", False)),
+        operator.itemgetter(*[f.attname for f in fields]),
     )
 
 
@@ -309,10 +313,16 @@ def as_written(
     if info is None:
         info = info_of(type(instance))
     current = instance.__dict__
-    for attname in info.attnames:
-        if current.get(attname, MISSING) is not values.get(attname, MISSING):
-            return rebuild(instance, values, info)  # edited since
-    return instance
+    try:
+        if info.values_of(current) == info.values_of(values):
+            return instance
+    except KeyError:  # a field deferred on either
+        for attname in info.attnames:
+            if current.get(attname, MISSING) != values.get(attname, MISSING):
+                break
+        else:
+            return instance
+    return rebuild(instance, values, info)  # edited since
 
 
 def changed(
