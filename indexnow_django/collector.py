@@ -303,7 +303,9 @@ class CommitChanges(Protocol):
     #: Its changes waiting for the commit, by object (until the commit or a rollback).
     changes: dict[Any, Any]
 
-    def collect(self, resolve: Callable[[], Iterable[str]], standing: Any) -> None: ...
+    def collect(
+        self, connection: BaseDatabaseWrapper, resolve: Callable[[], Iterable[str]], standing: Any
+    ) -> None: ...
 
 
 def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> CommitChanges | None:
@@ -313,9 +315,8 @@ def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> Commit
     the commit yet); else ``None`` when nothing does. Its ``collect(resolve,
     standing)`` hands the URLs that ``resolve()`` gives, called when the
     transaction commits, to the unit of work as :func:`collect` would hand them
-    at this point; ``standing`` (a :class:`~.tracking.state.Standing` just made for
-    the same change, not yet handed over) tells whether it still stands, and its
-    on-commit callback serves for both.
+    at this point; ``standing`` (a :class:`~.tracking.state.Standing`) tells
+    whether the change still stands.
     """
     if start:
         return _Commit.of(connection)
@@ -325,6 +326,10 @@ def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> Commit
 
 #: URLs, or a function giving them when the transaction commits.
 _Piece = list[str] | Callable[[], Iterable[str]]
+
+
+class _Waits(Protocol):
+    def pending(self) -> bool: ...
 
 
 class _Commit:
@@ -345,10 +350,13 @@ class _Commit:
     )
 
     def __init__(self) -> None:
-        self.pieces: list[tuple[PendingCallback, Collector | None, _Piece]] = []
+        #: Each piece: whether it still waits (its callback, or a tracked change's
+        #: standing), its unit of work, its URLs.
+        self.pieces: list[tuple[_Waits, Collector | None, _Piece]] = []
         self.done = False
         #: Change tracking's changes waiting for this commit, by object.
         self.changes: dict[Any, Any] = {}
+        self.join = self.committed
 
     @classmethod
     def of(cls, connection: BaseDatabaseWrapper) -> _Commit:
@@ -368,9 +376,13 @@ class _Commit:
             self.pieces.pop()
         return False
 
-    def collect(self, resolve: Callable[[], Iterable[str]], standing: Any) -> None:
-        standing.then = self.committed
-        self.pieces.append((standing.mark, current(), resolve))
+    def collect(
+        self, connection: BaseDatabaseWrapper, resolve: Callable[[], Iterable[str]], standing: Any
+    ) -> None:
+        # A callback of its own, in the savepoint (and a test's capture of callbacks)
+        # where it is handed over; whether it still waits is the change's standing's.
+        connection.on_commit(self.join, robust=True)
+        self.pieces.append((standing, current(), resolve))
 
     def fresh(self) -> bool:
         """Whether nothing was handed to it yet (made for what is about to be)."""

@@ -21,6 +21,7 @@ from ..collector import GoneURL, changes_on_commit, hand_over
 from ..compat import thread_connection
 from ..languages import combined, languages_for
 from .state import MISSING, Standing, as_written, rebuild
+from .state import standing as current_standing
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -246,8 +247,8 @@ def change(
         pending = _Pending(plan, before, using)
     assert pending is not None
     if standing is None:
-        standing = Standing(connection)
+        standing = current_standing(connection)
     pending.changes.append((standing, saved, values, counts))
-    commit.collect(pending.resolve, standing)
+    commit.collect(connection, pending.resolve, standing)
     if first:
         waiting[key] = pending

@@ -35,6 +35,7 @@ __all__ = [
     "model_info",
     "rebuild",
     "remember",
+    "standing",
     "state",
     "stored_values",
     "tracked",
@@ -142,27 +143,28 @@ def keep_row(known: TrackedState, row: Row, connection: BaseDatabaseWrapper) -> 
     Inside a transaction, returns what tells whether the save still stands.
     """
     known.row = row
-    written = known.row_written = Standing(connection) if connection.in_atomic_block else None
+    written = known.row_written = standing(connection) if connection.in_atomic_block else None
     return written
 
 
 class Standing:
     """Something done inside a transaction on a connection (a save, an m2m change): it
-    stands unless a rollback (of its savepoint, or of the transaction) drops it."""
+    stands unless a rollback (of its savepoint, or of the transaction) drops it.
 
-    __slots__ = ("_mark", "committed", "then")
+    What is done at the same depth of savepoints (the same open savepoints) stands or
+    falls together: :func:`standing` gives them one.
+    """
+
+    __slots__ = ("_mark", "committed", "savepoints")
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         #: Set when the transaction committed.
         self.committed = False
-        #: Called at the commit too (what it hands over then: one on-commit callback
-        #: serves both).
-        self.then: Callable[[], None] | None = None
+        #: The savepoints open when it was made.
+        self.savepoints = list(connection.savepoint_ids)
 
         def indexnow_standing() -> None:
             self.committed = True
-            if self.then is not None:
-                self.then()
 
         self._mark = PendingCallback(connection, indexnow_standing)
 
@@ -178,6 +180,29 @@ class Standing:
     def open(self) -> bool:
         """Whether its transaction is still to commit or roll back."""
         return not self.committed and self._mark.pending()
+
+    #: As a piece of a commit (:mod:`indexnow_django.collector`): whether it still waits.
+    pending = stands
+
+
+#: The last :class:`Standing` made on each connection (by ``id()``: it keeps its
+#: connection alive), for what is done next at the same depth of savepoints.
+_standing: dict[int, Standing] = {}
+
+
+def standing(connection: BaseDatabaseWrapper) -> Standing:
+    """What tells whether something done now inside a transaction on ``connection``
+    stands: the one made for what was done before, when that shares its fate (same
+    transaction, same open savepoints), else a new one."""
+    found = _standing.get(id(connection))
+    if (
+        found is None
+        or found.committed
+        or found.savepoints != connection.savepoint_ids
+        or not found.mark.pending()
+    ):
+        found = _standing[id(connection)] = Standing(connection)
+    return found
 
 
 # The model ---------------------------------------------------------------------------
