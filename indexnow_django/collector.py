@@ -308,7 +308,9 @@ class CommitChanges(Protocol):
     ) -> None: ...
 
 
-def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> CommitChanges | None:
+def changes_on_commit(
+    connection: BaseDatabaseWrapper, *, start: bool, standing: Any = None
+) -> CommitChanges | None:
     """What change tracking hands over to the commit of the transaction on ``connection``.
 
     ``start``: a change is about to be handed over (made when nothing waits for
@@ -319,7 +321,7 @@ def changes_on_commit(connection: BaseDatabaseWrapper, *, start: bool) -> Commit
     whether the change still stands.
     """
     if start:
-        return _Commit.of(connection)
+        return _Commit.of(connection, standing)
     pending = _Commit._by_connection.get(connection)
     return pending if pending is not None and not pending.done else None
 
@@ -359,9 +361,17 @@ class _Commit:
         self.join = self.committed
 
     @classmethod
-    def of(cls, connection: BaseDatabaseWrapper) -> _Commit:
-        """The pending commit of ``connection``'s current transaction, made on first use."""
+    def of(cls, connection: BaseDatabaseWrapper, standing: Any = None) -> _Commit:
+        """The pending commit of ``connection``'s current transaction, made on first use.
+
+        ``standing``: what is about to be handed over stands with it; when the last
+        piece handed over does too, the commit is known to be alive.
+        """
         pending = cls._by_connection.get(connection)
+        if pending is not None and standing is not None and not pending.done:
+            pieces = pending.pieces
+            if pieces and pieces[-1][0] is standing:
+                return pending
         if pending is None or pending.done or not (pending.alive() or pending.fresh()):
             pending = cls._by_connection[connection] = cls()
         return pending
@@ -404,21 +414,37 @@ class _Commit:
         self.done = True
         pieces, self.pieces = self.pieces, []
         running = current()
+        if running is not None and not running.accepts():
+            running = None
         leftovers = Collector("commit")
+        # The URLs of consecutive pieces for one unit join it together, in their order.
+        joining: list[str] = []
+        unit: Collector | None = None
+        accepting: dict[int, bool] = {}
         for callback, collector, urls in pieces:
             if not callback.pending():
                 continue  # rolled back with its savepoint
             if callable(urls):
                 try:
-                    urls = [_text(url) for url in urls()]
+                    urls = [url if type(url) is str else _text(url) for url in urls()]
                 except Exception:
                     logger.exception("IndexNow could not work out URLs at commit")
                     continue
-            target = collector if collector is not None and collector.accepts() else running
-            if target is not None and target.accepts():
-                target.add(urls)
-            else:
-                leftovers.add(urls)
+            target = running
+            if collector is not None:
+                accepts = accepting.get(id(collector))
+                if accepts is None:
+                    accepts = accepting[id(collector)] = collector.accepts()
+                if accepts:
+                    target = collector
+            if target is not unit:
+                if joining:
+                    (unit or leftovers).add(joining)
+                joining = []
+                unit = target
+            joining.extend(urls)
+        if joining:
+            (unit or leftovers).add(joining)
         leftovers.flush()
 
 

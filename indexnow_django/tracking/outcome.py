@@ -237,7 +237,9 @@ def change(
         values = None
     elif values is None:
         values = saved.__dict__.copy()
-    commit = changes_on_commit(connection, start=True)
+    if standing is None:
+        standing = current_standing(connection)
+    commit = changes_on_commit(connection, start=True, standing=standing)
     assert commit is not None
     waiting = commit.changes
     key = (saved._meta.concrete_model, saved.pk)
@@ -246,8 +248,6 @@ def change(
     if first:
         pending = _Pending(plan, before, using)
     assert pending is not None
-    if standing is None:
-        standing = current_standing(connection)
     pending.changes.append((standing, saved, values, counts))
     commit.collect(connection, pending.resolve, standing)
     if first:

@@ -32,7 +32,7 @@ from django.db import models
 from django.utils import timezone
 
 from ..collector import LATER_LIMIT, current, hand_over
-from ..compat import thread_connection
+from ..compat import kept_state, thread_connection
 from ..conf import is_enabled
 from ..registry import plan_for
 from .outcome import DRAFT, Seen, Unseen, change, failed, outcome, see
@@ -69,6 +69,10 @@ if TYPE_CHECKING:
 __all__ = ["after_save", "before_save", "fields_changed", "settle", "urls_of_save"]
 
 
+# tuple.__new__: an Unseen without the Python-level constructor (once a save).
+_new_unseen = tuple.__new__
+
+
 def fields_changed(plan: Plan, changes: set[str]) -> bool:
     """Whether a change of the attnames ``changes`` is one that ``fields`` lists."""
     return plan.attnames is None or not plan.attnames.isdisjoint(changes)
@@ -86,7 +90,9 @@ def before_save(
     **kwargs: Any,
 ) -> None:
     """``pre_save``: the stored row that the save overwrites."""
-    known = state(instance)
+    known = kept_state(instance)
+    if known is None or known._owner != id(instance):
+        known = state(instance)
     known.before = None
     known.base_save = None
     if raw:
@@ -104,7 +110,7 @@ def before_save(
         return
     if watched(instance):
         return  # a watch() block submits what its objects' saves change
-    row = known_row(known)
+    row = known.row if known.row_written is None else known_row(known)
     if not instance._state.adding and is_whole(row, info):
         known.before = row  # loaded, or saved, by this process: no work before the save
     else:
@@ -182,7 +188,9 @@ def after_save(
     """``post_save``: keep the row as saved and submit what the save changed."""
     if raw and ignored(raw):
         return
-    known = state(instance)
+    known = kept_state(instance)
+    if known is None or known._owner != id(instance):
+        known = state(instance)
     before, known.before = known.before, None
     deferred, known.deferred = known.deferred, None
     base_save, known.base_save = known.base_save, None
@@ -191,7 +199,8 @@ def after_save(
     info = tracked.get(sender)
     if info is None:
         return
-    if update_fields is None and not info.mutable:
+    copied = update_fields is None and not info.mutable
+    if copied:
         saved: dict[str, Any] = instance.__dict__.copy()
         del saved["_state"]  # no cycle: the object and its state are freed at once
         saved.pop(LOADED, None)
@@ -222,6 +231,7 @@ def after_save(
             standing=standing,
             before_seen=before_seen,
             connection=connection,
+            copied=copied,
         )
     if watching is not None:
         watching.finish()
@@ -244,6 +254,7 @@ def settle(
     standing: Standing | None = None,
     before_seen: Seen | None = None,
     connection: BaseDatabaseWrapper | None = None,
+    copied: bool = False,
 ) -> None:
     """Submit what a save changed, worked out when that is right and cheapest.
 
@@ -253,6 +264,7 @@ def settle(
     had only between two saves (a save for a primary key, then one for a slug
     made from it) is never submitted.
     ``standing``: inside a transaction, whether the save still stands.
+    ``copied``: ``saved`` is a copy of the instance's values made after the save.
     """
     args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
     if connection is None:
@@ -265,7 +277,7 @@ def settle(
             failed(instance, "work out the stored state before a save", error)
             return
         if compared is not None:
-            after = _as_saved(instance, saved, deferred, info)
+            after = instance if copied else _as_saved(instance, saved, deferred, info)
             change(
                 plan,
                 compared[0],
@@ -373,7 +385,7 @@ def _compared(
     if urls_from is not None and urls_from.isdisjoint(changes) and not plan.related:
         # No field its public state and URLs are read from changed: they are as they
         # were, which the field values tell without building the stored object.
-        return (Unseen(values), True) if counts else None
+        return (_new_unseen(Unseen, (values,)), True) if counts else None
     return see(plan, rebuild(instance, values, info)), counts
 
 

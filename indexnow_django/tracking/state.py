@@ -364,6 +364,14 @@ def changed(
         attnames = saved_attnames(instance, update_fields)
     else:
         attnames = info.attnames
+        try:
+            old, new = info.values_of(values), info.values_of(current)
+        except KeyError:  # a field deferred on either
+            pass
+        else:
+            if len(attnames) == 1:
+                return set() if old == new else set(attnames)
+            return {a for a, x, y in zip(attnames, old, new, strict=True) if x != y}
     get = values.get
     return {a for a in attnames if a in current and get(a, MISSING) != current[a]}
 
