@@ -178,14 +178,19 @@ class _Pending:
         if self.done:
             return []
         self.done = True
-        standing = [change for change in self.changes if change[0].stands()]
+        changes = self.changes
+        if len(changes) == 1:  # the usual: one change of the object in the transaction
+            standing = changes if changes[0][0].stands() else []
+        else:
+            standing = [change for change in changes if change[0].stands()]
         if not standing:
             return []
-        _kept, saved, values, _counts = standing[-1]
+        _kept, saved, values, counts = standing[-1]
         try:
             if values is not None:
                 saved = as_written(saved, values)  # not edits made since, unsaved
-            counts = any(change[3] for change in standing)
+            if not counts and len(standing) > 1:
+                counts = any(change[3] for change in standing)
             return outcome(self.plan, self.before, saved, counts, self.using)
         except Exception as error:
             failed(saved, "work out the URLs of a save", error)

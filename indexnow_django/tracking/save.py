@@ -266,7 +266,6 @@ def settle(
     ``standing``: inside a transaction, whether the save still stands.
     ``copied``: ``saved`` is a copy of the instance's values made after the save.
     """
-    args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
     if connection is None:
         connection = thread_connection(using)
     if connection.in_atomic_block:
@@ -290,6 +289,7 @@ def settle(
                 connection=connection,
             )
         return
+    args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
     collector = current()
     if later and collector is not None and collector.hold is None and collector.accepts():
         # At the end of the unit, with its other saves (less per save), from the state
