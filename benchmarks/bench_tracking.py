@@ -1,39 +1,44 @@
-"""What change tracking costs: a tracked save, loading tracked objects, a request.
+"""What change tracking costs: saves, loading tracked objects, a request.
 
-Three measurements, each in child processes; every figure is the best of its
-samples, which is the least disturbed by whatever else the machine runs:
+Each figure is measured with ``indexnow_django`` installed and with it left out
+of ``INSTALLED_APPS`` (and ``MIDDLEWARE``), in child processes run in turns;
+every figure is the best of its samples, the least disturbed by whatever else
+the machine runs:
 
-* ``save``: saving a loaded object of ``tests.testapp.models.Untracked`` whose
-  slug changed, inside one unit of work, with the model registered
-  (``fields=["title", "slug"]``, URLs from the slug) against the same model
-  unregistered. Rounds alternate between the two. Also the queries per save.
-* ``load``: ``list(Untracked.objects.all())`` of 1,000 rows, registered
-  against unregistered (the ``from_db`` hook keeping the loaded values).
+* ``save``: 1,000 saves of loaded objects of ``tests.testapp.models.Untracked``
+  inside one transaction (as a bulk import runs them), each changing the title,
+  in one unit of work, the commit included (where tracking works their URLs
+  out). With the app, the model is registered with ``fields = ["title",
+  "slug"]``, ``urls()`` reading the slug and ``url_fields = ["slug"]`` saying so.
+  ``save of a URL field``: the same saves changing the slug (old and new URLs).
+  ``save committed``: saves that each commit on their own (a view's), where the
+  database's own commit weighs most. Also the queries of a save.
+* ``load``: ``list(Untracked.objects.all())`` of 2,000 rows (with the app, the
+  ``from_db`` hook keeping each row's values).
 * ``request``: a request whose view saves 100 published ``Post`` objects
-  (each with a changed title), with ``indexnow_django`` installed (its
-  middleware, the test app's registrations, one flush) against the app left
-  out of ``INSTALLED_APPS`` and ``MIDDLEWARE``. With the app, the flush goes
-  to ``dispatch``: ``--dispatch queue`` (default) enqueues one job on a real
-  redis-server started for the run; ``sync`` sends to a loopback engine after
-  the response. The request is served through Django's WSGI handler as a
-  server serves it: two figures, the time until the client has the whole
-  response, and that plus what runs when the server closes the response
-  (where the flush runs).
+  (each with a changed title): with the app, its middleware, the test app's
+  registrations (``Post``'s saying which fields its URLs read) and one flush.
+  The flush goes to ``dispatch``: ``--dispatch queue`` (default) enqueues one
+  job on a real redis-server started for the run; ``sync`` sends to a loopback
+  engine after the response. The request is served through Django's WSGI
+  handler as a server serves it: two figures, the time until the client has
+  the whole response, and that plus what runs when the server closes the
+  response (where the flush runs).
 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_tracking.py
-    .venv/bin/python benchmarks/bench_tracking.py --db file --dispatch sync
+    .venv/bin/python benchmarks/bench_tracking.py --db memory --dispatch sync
     .venv/bin/python benchmarks/bench_tracking.py --clock cpu   # on a busy machine
 
 Today's code against another, side by side in one run (each child runs on both
 checkouts in turn, so both see the same machine)::
 
     git worktree add /tmp/base v1.0   # the release, or any commit
-    .venv/bin/python benchmarks/bench_tracking.py --db file --against /tmp/base
+    .venv/bin/python benchmarks/bench_tracking.py --against /tmp/base
 
-SQLite in memory (the default) is the cheapest database there is, so the
-ratios it gives are the worst case; ``--db file`` is closer to a real site.
+A SQLite file (the default) is the cheapest real database there is, so the
+ratios it gives are close to the worst case; ``--db memory`` is cheaper still.
 Nothing leaves the machine.
 """
 
@@ -118,69 +123,89 @@ def timed(function: Any, rounds: int) -> list[float]:
     return samples
 
 
-def child_model(args: argparse.Namespace) -> dict[str, Any]:
-    configure(with_app=True, db=args.db, dispatch="sync")
-    from django.db import connection
+class UntrackedIndexNow:
+    """The registration of the saves benchmark, made a ``ModelIndexNow`` in the child."""
+
+    fields = ["title", "slug"]
+    url_fields = ["slug"]  # urls() reads the slug alone
+
+    def urls(self, obj: Any) -> list[str]:
+        return [f"/untracked/{obj.slug}/"]
+
+
+def child_model(args: argparse.Namespace, with_app: bool) -> dict[str, Any]:
+    """Saves and loads of ``Untracked``: registered with the app installed, plain without."""
+    configure(with_app=with_app, db=args.db, dispatch="sync")
+    import contextlib
+
+    from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
-    from indexnow_django import ModelIndexNow, batch
-    from indexnow_django.registry import register, unregister
     from tests.testapp.models import Untracked
 
-    class UntrackedIndexNow(ModelIndexNow):
-        fields = ["title", "slug"]
+    unit: Any = contextlib.nullcontext
+    if with_app:
+        from indexnow_django import ModelIndexNow, batch
+        from indexnow_django.registry import register
 
-        def urls(self, obj: Any) -> list[str]:
-            return [f"/untracked/{obj.slug}/"]
+        register(Untracked, type("UntrackedIndexNow", (UntrackedIndexNow, ModelIndexNow), {}))
+        unit = batch
 
-    Untracked.objects.bulk_create(Untracked(title=f"T{n}", slug=f"s{n}") for n in range(1000))
+    Untracked.objects.bulk_create(
+        Untracked(title=f"T{n}", slug=f"s{n}") for n in range(max(args.saves, LOADED_ROWS))
+    )
     counter = iter(range(10**9))
 
-    def saves() -> list[float]:
-        """Seconds per save of each run of 50 saves (short runs: the least disturbed)."""
-        objects = list(Untracked.objects.all()[: args.saves])
-        samples = []
-        with batch() as collector:
-            for start in range(0, len(objects), 50):
-                started = clock()
-                for obj in objects[start : start + 50]:
-                    obj.slug = f"s{next(counter)}"
+    def saves(field: str, count: int, atomic: bool) -> float:
+        """Seconds for ``count`` saves of loaded objects, each changing ``field``: inside
+        one transaction (committed at the end, where tracking works their URLs out) or
+        each committed on its own; in one unit of work, whose URLs are worked out but
+        not flushed (the flush is measured by the request benchmark)."""
+        objects = list(Untracked.objects.all()[:count])
+        with unit() as collector:
+            started = clock()
+            with transaction.atomic() if atomic else contextlib.nullcontext():
+                for obj in objects:
+                    setattr(obj, field, f"{field[0]}{next(counter)}")
                     obj.save()
-                # The URLs of the saves, worked out now (what the flush would do first).
+            if collector is not None:
                 collector.settle()
-                samples.append((clock() - started) / len(objects[start : start + 50]))
-            collector.urls.clear()  # the flush is measured by the request benchmark
-        return samples
+            elapsed = clock() - started
+            if collector is not None:
+                collector.urls.clear()
+        return elapsed
 
     def load() -> None:
-        list(Untracked.objects.all())
+        list(Untracked.objects.all()[:LOADED_ROWS])
 
-    save_times: dict[str, list[float]] = {"untracked": [], "tracked": []}
-    load_times: dict[str, list[float]] = {"untracked": [], "tracked": []}
-    queries: dict[str, int] = {}
+    figures: dict[str, list[float]] = {name: [] for name in SAVE_FIGURES}
+    figures["load"] = []
     for _ in range(args.rounds):
-        for kind in ("untracked", "tracked"):
-            if kind == "tracked":
-                register(Untracked, UntrackedIndexNow)
-            try:
-                save_times[kind].extend(saves())
-                load_times[kind].extend(timed(load, 10))
-                obj = Untracked.objects.get(pk=1)
-                with batch() as collector:
-                    with CaptureQueriesContext(connection) as captured:
-                        obj.slug = f"q{next(counter)}"
-                        obj.save()
-                    collector.urls.clear()  # the save's queries, not the flush's
-                queries[kind] = len(captured)
-            finally:
-                if kind == "tracked":
-                    unregister(Untracked)
-    return {
-        "code": measured_code(),
-        "save_us": {k: min(v) * 1e6 for k, v in save_times.items()},
-        "load_ms": {k: min(v) * 1e3 for k, v in load_times.items()},
-        "queries_per_save": queries,
-    }
+        for name, (field, atomic) in SAVE_FIGURES.items():
+            count = args.saves if atomic else args.committed_saves
+            figures[name].append(saves(field, count, atomic) / count)
+        figures["load"].extend(timed(load, 10))
+    obj = Untracked.objects.get(pk=1)
+    with unit() as collector:
+        with CaptureQueriesContext(connection) as captured:
+            obj.title = f"q{next(counter)}"
+            obj.save()
+        if collector is not None:
+            collector.urls.clear()  # the save's queries, not the flush's
+    result: dict[str, Any] = {name: min(samples) for name, samples in figures.items()}
+    result["queries_per_save"] = len(captured)
+    result["code"] = measured_code()
+    return result
+
+
+#: The saves measured: figure -> (the field each save changes, inside one transaction).
+SAVE_FIGURES = {
+    "save": ("title", True),
+    "save of a URL field": ("slug", True),
+    "save committed": ("title", False),
+}
+#: Rows of the loading figure.
+LOADED_ROWS = 2000
 
 
 # The view of the request benchmark (ROOT_URLCONF is this module).
@@ -201,6 +226,13 @@ urlpatterns: list[Any] = []
 
 def child_request(args: argparse.Namespace, with_app: bool, flush: bool = True) -> dict[str, Any]:
     configure(with_app=with_app, db=args.db, dispatch=args.dispatch)
+    if with_app:
+        from indexnow_django.registry import register, unregister
+        from tests.testapp.indexnow import PostIndexNow
+        from tests.testapp.models import Post
+
+        unregister(Post)  # the test app's registration, saying which fields URLs read
+        register(Post, type("PostIndexNow", (PostIndexNow,), {"url_fields": ["slug", "status"]}))
     if not flush:
         from indexnow_django import dispatch
 
@@ -276,6 +308,8 @@ def run_child(
         args.dispatch,
         "--saves",
         str(args.saves),
+        "--committed-saves",
+        str(args.committed_saves),
         "--rounds",
         str(args.rounds),
         "--requests",
@@ -297,15 +331,31 @@ def measured_code() -> str:
     return str(Path(indexnow_django.__file__).resolve().parent.parent)
 
 
+CHILDREN = [
+    "model-with",
+    "model-without",
+    "request-with",
+    "request-without",
+    "request-collect-only",
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--child", choices=["model", "request-with", "request-without", "request-collect-only"]
-    )
-    parser.add_argument("--db", choices=["memory", "file"], default="memory")
+    parser.add_argument("--child", choices=CHILDREN)
+    parser.add_argument("--db", choices=["memory", "file"], default="file")
     parser.add_argument("--dispatch", choices=["queue", "sync"], default="queue")
-    parser.add_argument("--saves", type=int, default=1000, help="saves per round (default 1000)")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds of saves (default 7)")
+    parser.add_argument(
+        "--saves", type=int, default=1000, help="saves in one transaction (default 1000)"
+    )
+    parser.add_argument(
+        "--committed-saves",
+        type=int,
+        default=200,
+        help="saves committed one by one (default 200)",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds in each child (default 5)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each child (default 3)")
     parser.add_argument("--requests", type=int, default=30, help="timed requests (default 30)")
     parser.add_argument(
         "--against",
@@ -323,8 +373,8 @@ def main() -> None:
     global clock
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
-    if args.child == "model":
-        print(json.dumps(child_model(args)))
+    if args.child in ("model-with", "model-without"):
+        print(json.dumps(child_model(args, with_app=args.child == "model-with")))
         return
     if args.child in ("request-with", "request-without", "request-collect-only"):
         with_app = args.child != "request-without"
@@ -342,15 +392,21 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {name: {} for name in codes}
     with LoopbackEngine() as engine, tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "BENCH_REDIS_URL": redis_url, "BENCH_ENGINE_URL": engine.url}
-        # The request children run in turns, three times each: the best run counts. With
-        # --against, each child runs on both checkouts in turn.
-        roles = ["model"] + ["request-without", "request-collect-only", "request-with"] * 3
+        # The children run in turns, --runs times each: the best of each figure counts.
+        # With --against, each child runs on both checkouts in turn.
+        roles = [
+            "model-without",
+            "model-with",
+            "request-without",
+            "request-collect-only",
+            "request-with",
+        ] * args.runs
         for n, role in enumerate(roles):
             for name, code in codes.items():
                 env["BENCH_DB_FILE"] = str(Path(tmp) / f"{name}-{role}-{n}.sqlite3")
                 result = run_child(args, role, env, code)
                 done = results[name]
-                if role in done and role != "model":  # the best of each figure counts
+                if role in done:  # the best of each figure counts
                     result = {
                         key: min(value, done[role][key]) if key != "code" else value
                         for key, value in result.items()
@@ -367,30 +423,39 @@ def main() -> None:
 
 def report(name: str, results: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     """Print one checkout's figures; return its ratios by figure."""
-    model = results["model"]
+    with_model, without_model = results["model-with"], results["model-without"]
     without, with_app = results["request-without"], results["request-with"]
     collect_only = results["request-collect-only"]
-    save, load = model["save_us"], model["load_ms"]
-    print(f"[{name}] code: {model['code']}")
+    print(f"[{name}] code: {with_model['code']}")
+    ratios: dict[str, float] = {}
+    described = {
+        "save": f"{args.saves:,} saves of loaded objects in one transaction (a tracked field)",
+        "save of a URL field": f"{args.saves:,} saves in one transaction changing the URL",
+        "save committed": f"{args.committed_saves:,} saves, each committed on its own",
+    }
+    for figure, text in described.items():
+        plain, tracked = without_model[figure], with_model[figure]
+        print(
+            f"{text}: app left out {plain * 1e6:.1f} us a save, app installed "
+            f"{tracked * 1e6:.1f} us (+{(tracked - plain) * 1e6:.1f} us), "
+            f"ratio {tracked / plain:.2f}"
+        )
+        ratios[figure] = tracked / plain
     print(
-        f"save of a loaded object (best run of 50 saves, {args.rounds} rounds of {args.saves}): "
-        f"untracked {save['untracked']:.1f} us, tracked {save['tracked']:.1f} us, "
-        f"ratio {save['tracked'] / save['untracked']:.2f}"
+        f"queries per save: app left out {without_model['queries_per_save']}, "
+        f"app installed {with_model['queries_per_save']}"
     )
+    plain, tracked = without_model["load"], with_model["load"]
     print(
-        f"queries per save: untracked {model['queries_per_save']['untracked']}, "
-        f"tracked {model['queries_per_save']['tracked']}"
+        f"load of {LOADED_ROWS:,} rows: app left out {plain * 1e3:.2f} ms, app installed "
+        f"{tracked * 1e3:.2f} ms, ratio {tracked / plain:.2f}"
     )
+    ratios["load"] = tracked / plain
     print(
-        f"load of 1,000 objects (best of {args.rounds * 10}): "
-        f"untracked {load['untracked']:.2f} ms, tracked {load['tracked']:.2f} ms, "
-        f"ratio {load['tracked'] / load['untracked']:.2f}"
-    )
-    print(
-        f"request saving 100 tracked objects (best of 3 x {args.requests}), until the client "
-        f"has the response: app left out {without['ms']:.2f} ms ({without['queries']} queries), "
-        f"app installed {with_app['ms']:.2f} ms ({with_app['queries']} queries), "
-        f"ratio {with_app['ms'] / without['ms']:.2f}"
+        f"request saving 100 tracked objects (best of {args.runs} x {args.requests}), until "
+        f"the client has the response: app left out {without['ms']:.2f} ms "
+        f"({without['queries']} queries), app installed {with_app['ms']:.2f} ms "
+        f"({with_app['queries']} queries), ratio {with_app['ms'] / without['ms']:.2f}"
     )
     print(
         f"  with the work done after it (the flush, when the server closes the response): "
@@ -402,12 +467,9 @@ def report(name: str, results: dict[str, Any], args: argparse.Namespace) -> dict
         f"  of which tracking and collecting (dispatch replaced by a no-op): "
         f"{collect_ms:.2f} ms, ratio {collect_ms / without['total_ms']:.2f}"
     )
-    return {
-        "load": load["tracked"] / load["untracked"],
-        "save": save["tracked"] / save["untracked"],
-        "request": with_app["ms"] / without["ms"],
-        "request with its flush": with_app["total_ms"] / without["total_ms"],
-    }
+    ratios["request"] = with_app["ms"] / without["ms"]
+    ratios["request with its flush"] = with_app["total_ms"] / without["total_ms"]
+    return ratios
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import count
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -60,8 +60,8 @@ __all__ = [
     "Collector",
     "GoneURL",
     "batch",
+    "changes_on_commit",
     "collect",
-    "collect_on_commit",
     "command_unit",
     "connect_celery",
     "connect_tasks",
@@ -381,28 +381,42 @@ def hand_over(urls: list[str], connection: BaseDatabaseWrapper) -> None:
         _dispatch(urls, unit="commit")
 
 
-def collect_on_commit(
-    resolve: Callable[[], Iterable[str]], connection: BaseDatabaseWrapper
-) -> Callable[[], bool]:
-    """Hand the URLs that ``resolve()`` gives, called when the transaction on ``connection``
-    commits, to the unit of work, as :func:`collect` would hand them at this point.
+class CommitChanges(Protocol):
+    """What change tracking hands over to the commit of a transaction (see
+    :func:`changes_on_commit`)."""
 
-    Call it only inside a transaction. Returns a function that tells whether
-    ``resolve`` is still to be called at commit (false once it ran, or when a
-    rollback dropped it).
+    #: Its changes waiting for the commit, by object (until the commit or a rollback).
+    changes: dict[Any, Any]
+
+    def collect(
+        self, connection: BaseDatabaseWrapper, resolve: Callable[[], Iterable[str]], standing: Any
+    ) -> None: ...
+
+
+def changes_on_commit(
+    connection: BaseDatabaseWrapper, *, start: bool, standing: Any = None
+) -> CommitChanges | None:
+    """What change tracking hands over to the commit of the transaction on ``connection``.
+
+    ``start``: a change is about to be handed over (made when nothing waits for
+    the commit yet); else ``None`` when nothing does. Its ``collect(resolve,
+    standing)`` hands the URLs that ``resolve()`` gives, called when the
+    transaction commits, to the unit of work as :func:`collect` would hand them
+    at this point; ``standing`` (a :class:`~.tracking.state.Standing`) tells
+    whether the change still stands.
     """
-    collector = current()
-    pending = _Commit.of(connection)
-    callback = pending.add(connection, collector, resolve)
-
-    def waiting() -> bool:
-        return not pending.done and callback.pending()
-
-    return waiting
+    if start:
+        return _Commit.of(connection, standing)
+    pending = _Commit._by_connection.get(connection)
+    return pending if pending is not None and not pending.done else None
 
 
 #: URLs, or a function giving them when the transaction commits.
 _Piece = list[str] | Callable[[], Iterable[str]]
+
+
+class _Waits(Protocol):
+    def pending(self) -> bool: ...
 
 
 class _Commit:
@@ -423,14 +437,27 @@ class _Commit:
     )
 
     def __init__(self) -> None:
-        self.pieces: list[tuple[PendingCallback, Collector | None, _Piece]] = []
+        #: Each piece: whether it still waits (its callback, or a tracked change's
+        #: standing), its unit of work, its URLs.
+        self.pieces: list[tuple[_Waits, Collector | None, _Piece]] = []
         self.done = False
+        #: Change tracking's changes waiting for this commit, by object.
+        self.changes: dict[Any, Any] = {}
+        self.join = self.committed
 
     @classmethod
-    def of(cls, connection: BaseDatabaseWrapper) -> _Commit:
-        """The pending commit of ``connection``'s current transaction, made on first use."""
+    def of(cls, connection: BaseDatabaseWrapper, standing: Any = None) -> _Commit:
+        """The pending commit of ``connection``'s current transaction, made on first use.
+
+        ``standing``: what is about to be handed over stands with it; when the last
+        piece handed over does too, the commit is known to be alive.
+        """
         pending = cls._by_connection.get(connection)
-        if pending is None or pending.done or not pending.alive():
+        if pending is not None and standing is not None and not pending.done:
+            pieces = pending.pieces
+            if pieces and pieces[-1][0] is standing:
+                return pending
+        if pending is None or pending.done or not (pending.alive() or pending.fresh()):
             pending = cls._by_connection[connection] = cls()
         return pending
 
@@ -443,6 +470,18 @@ class _Commit:
                 return True
             self.pieces.pop()
         return False
+
+    def collect(
+        self, connection: BaseDatabaseWrapper, resolve: Callable[[], Iterable[str]], standing: Any
+    ) -> None:
+        # A callback of its own, in the savepoint (and a test's capture of callbacks)
+        # where it is handed over; whether it still waits is the change's standing's.
+        connection.on_commit(self.join, robust=True)
+        self.pieces.append((standing, current(), resolve))
+
+    def fresh(self) -> bool:
+        """Whether nothing was handed to it yet (made for what is about to be)."""
+        return not self.pieces and not self.changes
 
     def add(
         self, connection: BaseDatabaseWrapper, collector: Collector | None, urls: _Piece
@@ -460,21 +499,37 @@ class _Commit:
         self.done = True
         pieces, self.pieces = self.pieces, []
         running = current()
+        if running is not None and not running.accepts():
+            running = None
         leftovers = Collector("commit")
+        # The URLs of consecutive pieces for one unit join it together, in their order.
+        joining: list[str] = []
+        unit: Collector | None = None
+        accepting: dict[int, bool] = {}
         for callback, collector, urls in pieces:
             if not callback.pending():
                 continue  # rolled back with its savepoint
             if callable(urls):
                 try:
-                    urls = [_text(url) for url in urls()]
+                    urls = [url if type(url) is str else _text(url) for url in urls()]
                 except Exception:
                     logger.exception("IndexNow could not work out URLs at commit")
                     continue
-            target = collector if collector is not None and collector.accepts() else running
-            if target is not None and target.accepts():
-                target.add(urls)
-            else:
-                leftovers.add(urls)
+            target = running
+            if collector is not None:
+                accepts = accepting.get(id(collector))
+                if accepts is None:
+                    accepts = accepting[id(collector)] = collector.accepts()
+                if accepts:
+                    target = collector
+            if target is not unit:
+                if joining:
+                    (unit or leftovers).add(joining)
+                joining = []
+                unit = target
+            joining.extend(urls)
+        if joining:
+            (unit or leftovers).add(joining)
         leftovers.flush()
 
 

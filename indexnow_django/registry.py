@@ -57,6 +57,12 @@ class ModelIndexNow:
     #: ``None``: every save counts. A change of the object's public state or of
     #: its URLs counts whatever this lists.
     fields: Sequence[str] | None = None
+    #: The fields of the model that :meth:`is_published`, :meth:`publish_time` and
+    #: :meth:`urls` read (a foreign key covers the related object read through it),
+    #: when the registration can tell. A save that changes none of them leaves the
+    #: object's public state and URLs as they were, which is then known without
+    #: asking them about the stored row. ``None``: it cannot tell, any field may.
+    url_fields: Sequence[str] | None = None
     #: Name of a ``DateTimeField`` (or ``DateField``) holding the publication time.
     #: ``None``: no publication time.
     publish_at: str | None = None
@@ -189,6 +195,9 @@ class Plan:
     unknown_related: tuple[str, ...] = ()
     #: The registration says which objects' URLs follow from an object's (``dependents``).
     has_dependents: bool = False
+    #: attnames of ``url_fields`` and ``publish_at`` (``None``: any field may change the
+    #: object's public state or URLs).
+    url_attnames: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -340,6 +349,7 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
                 f"{model._meta.label}, not {options.publish_at!r}."
             )
     kind = type(options)
+    url_attnames = _url_attnames(model, options, label)
     return Plan(
         options,
         frozenset(attnames) if attnames is not None else None,
@@ -353,7 +363,38 @@ def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
         related=_related(model, options, names is None, related_attnames, unknown_related),
         unknown_related=tuple(unknown_related),
         has_dependents=kind.dependents is not ModelIndexNow.dependents,
+        url_attnames=url_attnames,
     )
+
+
+def _url_attnames(
+    model: type[models.Model], options: ModelIndexNow, label: str
+) -> frozenset[str] | None:
+    """The attnames of ``url_fields`` (their translations too) and of ``publish_at``."""
+    from .languages import translated_attnames
+
+    names = options.url_fields
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise RegistrationError(
+            f"{label}: url_fields must be a list of field names or None, not {names!r}."
+        )
+    found: set[str] = set()
+    for name in [*names, *([options.publish_at] if options.publish_at else [])]:
+        try:
+            field = model._meta.get_field(name)
+        except FieldDoesNotExist:
+            field = None
+        if is_many_to_many(model, field):
+            continue  # its changes are worked out before and after, as m2m changes
+        if not isinstance(field, models.Field) or not field.concrete:
+            raise RegistrationError(
+                f"{label}: url_fields names {name!r}, which is not a field of {model._meta.label}."
+            )
+        found.add(field.attname)
+        found.update(translated_attnames(model, field.name))
+    return frozenset(found)
 
 
 def field_of_related_rows(model: type[models.Model], name: str) -> tuple[str, str] | None:

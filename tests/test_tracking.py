@@ -19,6 +19,7 @@ from django.contrib.sites.models import Site
 from django.core.management import call_command
 from django.db import connection, transaction
 from django.db.models import Model
+from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -868,3 +869,91 @@ def test_a_rolled_back_savepoint_in_an_atomic_request_leaves_no_trace(
     assert response.status_code == 200
     assert Post.objects.get(pk=post.pk).slug == "x-kept"
     assert sent(engine) == [[f"{BASE}/posts/x-kept/", f"{BASE}/posts/x/"]]
+
+
+# What the URLs are read from: url_fields --------------------------------------------
+
+
+class PostURLsFromSlug(PostIndexNow):
+    """``urls()`` (``get_absolute_url``) reads the slug, ``is_published()`` the status."""
+
+    url_fields = ["slug", "status"]
+
+
+@pytest.fixture
+def urls_from_slug() -> Any:
+    unregister(Post)
+    register(Post, PostURLsFromSlug)
+    try:
+        yield
+    finally:
+        unregister(Post)
+        register(Post, PostIndexNow)
+
+
+@pytest.fixture
+def objects_built() -> Any:
+    """The ``Post`` objects built (loaded, or built by tracking to compare) from now on."""
+    built: list[Post] = []
+
+    def count(sender: Any, instance: Post, **kwargs: Any) -> None:
+        built.append(instance)
+
+    post_init.connect(count, sender=Post, weak=False, dispatch_uid="test-objects-built")
+    try:
+        yield built
+    finally:
+        post_init.disconnect(sender=Post, dispatch_uid="test-objects-built")
+
+
+@pytest.mark.usefixtures("urls_from_slug")
+def test_a_save_that_changes_no_field_its_urls_read_builds_no_object(
+    engine: Any, objects_built: list[Post]
+) -> None:
+    published("counted")
+    posts = list(Post.objects.all())
+    engine.reset()
+    del objects_built[:]
+    posts[0].views += 1
+    posts[0].save()  # no field of fields: nothing
+    with transaction.atomic():
+        posts[0].title = "Retitled"
+        posts[0].save()  # a field of fields: its URL, as it was
+    with batch():
+        posts[0].body = "Rewritten"
+        posts[0].save()
+    assert objects_built == []
+    assert sent(engine) == [[f"{BASE}/posts/counted/"], [f"{BASE}/posts/counted/"]]
+
+
+@pytest.mark.usefixtures("urls_from_slug")
+def test_a_url_field_changed_after_another_save_in_a_transaction_sends_old_and_new(
+    engine: Any,
+) -> None:
+    post = published("first")
+    engine.reset()
+    with transaction.atomic():
+        post.title = "Retitled"
+        post.save()
+        post.slug = "second"
+        post.save()
+    with transaction.atomic():
+        post.title = "Retitled again"
+        post.save()
+        post.status = Post.DRAFT
+        post.save()
+    assert sent(engine) == [
+        [f"{BASE}/posts/second/", f"{BASE}/posts/first/"],
+        [f"{BASE}/posts/second/"],
+    ]
+
+
+def test_url_fields_must_name_fields_of_the_model() -> None:
+    options = type("Broken", (ModelIndexNow,), {"url_fields": ["slug", "nope"]})
+    with pytest.raises(RegistrationError) as error:
+        register(Untracked, options)
+    assert str(error.value) == (
+        "Broken for testapp.Untracked: url_fields names 'nope', which is not a field of "
+        "testapp.Untracked."
+    )
+    assert get_registration(Untracked) is None

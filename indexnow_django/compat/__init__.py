@@ -18,9 +18,8 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
   short timeouts for the debounce store's atomic claims;
 * :class:`PendingCallback`: ``BaseDatabaseWrapper.run_on_commit``, the
   callbacks registered with ``transaction.on_commit`` that still wait for
-  the commit (a rolled-back savepoint removes its own), as
-  ``(savepoint ids, callback, robust)`` entries; and, while the commit runs
-  them, CPython freeing a dropped callback at once;
+  the commit (a rolled-back savepoint removes its own, by replacing the
+  list), and CPython freeing a dropped callback at once;
 * :func:`admin_markup`: the markup of Django's own admin templates that ours
   repeat (breadcrumbs, where the object tools sit), which changed in 6.1;
 * :func:`thread_connection`: that ``django.db.connections`` keeps one
@@ -191,19 +190,13 @@ class PendingCallback:
         """Whether the callback will run (or is running) at the commit.
 
         False once a rollback (of the transaction, or of a savepoint it was
-        registered in) dropped it. While the transaction is open this reads
-        the connection's list of callbacks, newest first (asking about a
-        recent callback costs little however long the list is). Once the
-        commit runs the callbacks, Django has taken that list away: a dropped
-        callback is then known by being gone, since CPython frees what
-        nothing refers to at once.
+        registered in) dropped it. A dropped callback is known by being gone:
+        Django replaces the list of callbacks without the dropped entries (or
+        with an empty one), and CPython frees what nothing refers to at once,
+        so asking costs the same however many callbacks wait, before the
+        commit or while it runs them.
         """
-        callback = self._callback()
-        if callback is None:
-            return False
-        if not self._connection.in_atomic_block:
-            return True
-        return any(entry[1] is callback for entry in reversed(self._connection.run_on_commit))
+        return self._callback() is not None
 
 
 _threads = threading.local()
@@ -220,15 +213,17 @@ def thread_connection(alias: str) -> BaseDatabaseWrapper:
     (``connections[alias] = conn`` in a live test server, before it serves
     anything), so before a lookup here.
     """
-    from django.db import connections
-
     if asyncio._get_running_loop() is not None:
+        from django.db import connections
+
         return connections[alias]
     kept: dict[str, BaseDatabaseWrapper] | None = _threads.__dict__.get("connections")
     if kept is None:
         kept = _threads.connections = {}
     found = kept.get(alias)
     if found is None:
+        from django.db import connections
+
         found = kept[alias] = connections[alias]
     return found
 

@@ -30,6 +30,8 @@ _patched: dict[tuple[type[models.Model], str], Any] = {}
 _loading_hooks: dict[Callable[..., Any], tuple[Callable[..., models.Model], frozenset[str]]] = {}
 #: Whether Django passes the queryset's ``fetch_mode`` to ``from_db`` (6.1+).
 _DJANGO_PASSES_FETCH_MODE = func_supports_parameter(models.Model.from_db, "fetch_mode")
+#: Django's own ``from_db`` (the function of the classmethod).
+_DJANGO_FROM_DB: Callable[..., models.Model] = getattr(models.Model.from_db, "__func__")  # noqa: B009
 #: The ``refresh_from_db`` hooks in place.
 _refresh_hooks: set[Callable[..., Any]] = set()
 
@@ -117,6 +119,8 @@ def _loading_hook_52(
     loader: Callable[..., models.Model], whole: int
 ) -> Callable[..., models.Model]:
     """The hook for Django 5.2 and 6.0's ``from_db``."""
+    if loader is _DJANGO_FROM_DB:
+        return _django_loading_hook(whole)
 
     def from_db(
         cls: type[models.Model], db: str | None, field_names: Any, values: Any
@@ -126,6 +130,29 @@ def _loading_hook_52(
             values if len(values) == whole else dict(zip(field_names, values, strict=True))
         )
         return obj
+
+    return from_db
+
+
+def _django_loading_hook(whole: int) -> Callable[..., models.Model]:
+    """The hook of a class that keeps Django's own ``from_db`` (5.2, 6.0): a whole row
+    builds the object as Django's does, without a call more (a page listing objects
+    loads them all through here); a row with deferred fields goes through Django's."""
+    django_from_db = _DJANGO_FROM_DB
+
+    def from_db(
+        cls: type[models.Model], db: str | None, field_names: Any, values: Any
+    ) -> models.Model:
+        if len(values) != whole:
+            obj = django_from_db(cls, db, field_names, values)
+            obj._indexnow_loaded = dict(zip(field_names, values, strict=True))  # type: ignore[attr-defined]
+            return obj
+        new = cls(*values)
+        state = new._state
+        state.adding = False
+        state.db = db
+        new._indexnow_loaded = values  # type: ignore[attr-defined]
+        return new
 
     return from_db
 

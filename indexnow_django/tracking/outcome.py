@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import datetime
 import logging
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, collect_on_commit, hand_over
+from ..collector import GoneURL, changes_on_commit, hand_over
 from ..compat import thread_connection
 from ..languages import combined, languages_for
-from .state import Standing, rebuild
+from .state import MISSING, Standing, as_written, rebuild
+from .state import standing as current_standing
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -31,7 +31,17 @@ if TYPE_CHECKING:
 #: Every module of the package logs as ``indexnow_django.tracking``.
 logger = logging.getLogger(__package__)
 
-__all__ = ["DRAFT", "Seen", "change", "failed", "open_change", "outcome", "see", "see_languages"]
+__all__ = [
+    "DRAFT",
+    "Seen",
+    "Unseen",
+    "change",
+    "failed",
+    "open_change",
+    "outcome",
+    "see",
+    "see_languages",
+]
 
 
 class Seen(NamedTuple):
@@ -44,6 +54,26 @@ class Seen(NamedTuple):
 
 
 DRAFT = Seen(published=False, when=None, public=False, urls=())
+
+
+class Unseen(NamedTuple):
+    """An object as stored before a change, by its field values, not yet seen: its
+    registration says which fields its public state and URLs are read from
+    (``url_fields``), and none of them changed when it was recorded.
+    """
+
+    values: dict[str, Any]
+
+    def seen(self, plan: Plan, saved: models.Model) -> Seen | None:
+        """How it looked, if that may differ from ``saved`` (``None``: the same): only
+        then is the stored object built and seen."""
+        current = saved.__dict__
+        values = self.values
+        for attname in plan.url_attnames or ():
+            if current.get(attname, MISSING) != values.get(attname, MISSING):
+                return see(plan, rebuild(saved, values))
+        return None
+
 
 # tuple.__new__: a Seen without the Python-level constructor (this runs twice a save).
 _new_seen = tuple.__new__
@@ -90,7 +120,7 @@ def failed(instance: models.Model, what: str, error: Exception) -> None:
 
 
 def outcome(
-    plan: Plan, before: Seen | None, saved: models.Model, counts: bool, using: str
+    plan: Plan, before: Seen | Unseen | None, saved: models.Model, counts: bool, using: str
 ) -> list[str]:
     """The URLs a change submits (see the change table), scheduling a future publication.
 
@@ -98,6 +128,8 @@ def outcome(
     ``saved``). ``counts``: whether a field that ``fields`` lists changed (or
     ``fields`` is ``None``); a change of public state or of URLs counts anyway.
     """
+    if isinstance(before, Unseen):
+        before = before.seen(plan, saved)
     after = see(plan, saved)
     old = after if before is None else before
     if not counts and old == after:
@@ -118,76 +150,85 @@ def outcome(
 class _Pending:
     """An object changed inside a transaction: worked out when it commits.
 
-    Each change of the object registers its own on-commit piece, with the
-    object as that change left it; the first piece that runs works the change
-    out, from the state before the first change to the state the last piece
-    still standing recorded, the others find it done. So a rolled-back
-    savepoint loses its own pieces and what they recorded, and Django's
-    ``captureOnCommitCallbacks``, which runs only the callbacks registered in
-    its block, still sees it.
+    Each change of the object registers its own on-commit piece (the callback
+    that tells whether the change stands), with the object as that change left
+    it; the first piece that runs works the change out, from the state before
+    the first change to the state the last change still standing recorded, the
+    others find it done. So a rolled-back savepoint loses its own pieces and
+    what they recorded, and Django's ``captureOnCommitCallbacks``, which runs
+    only the callbacks registered in its block, still sees it.
     """
 
-    def __init__(self, plan: Plan, before: Seen | None, using: str) -> None:
+    __slots__ = ("before", "changes", "done", "plan", "using")
+
+    def __init__(self, plan: Plan, before: Seen | Unseen | None, using: str) -> None:
         self.plan = plan
         self.before = before
         self.using = using
         self.done = False
-        self.waiting: list[Callable[[], bool]] = []
         #: Each change: whether it still stands (its savepoint did not roll back),
-        #: the object as it saved it, and whether a field of ``fields`` changed.
-        self.changes: list[tuple[Standing, models.Model, bool]] = []
+        #: the object, the values it saved (``None``: the object is a copy made then),
+        #: and whether a field of ``fields`` changed.
+        self.changes: list[tuple[Standing, models.Model, dict[str, Any] | None, bool]] = []
 
     def open(self) -> bool:
-        return not self.done and any(waiting() for waiting in self.waiting)
+        return not self.done and any(change[0].stands() for change in self.changes)
 
     def resolve(self) -> list[str]:
         if self.done:
             return []
         self.done = True
-        standing = [(saved, counts) for kept, saved, counts in self.changes if kept.stands()]
+        changes = self.changes
+        if len(changes) == 1:  # the usual: one change of the object in the transaction
+            standing = changes if changes[0][0].stands() else []
+        else:
+            standing = [change for change in changes if change[0].stands()]
         if not standing:
             return []
-        saved = standing[-1][0]
+        _kept, saved, values, counts = standing[-1]
         try:
-            counts = any(counts for _saved, counts in standing)
+            if values is not None:
+                saved = as_written(saved, values)  # not edits made since, unsaved
+            if not counts and len(standing) > 1:
+                counts = any(change[3] for change in standing)
             return outcome(self.plan, self.before, saved, counts, self.using)
         except Exception as error:
             failed(saved, "work out the URLs of a save", error)
             return []
 
 
-_pending: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[tuple[Any, ...], _Pending]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending | None:
     """The change of ``obj`` still waiting for the current transaction, if any."""
-    waiting = _pending.get(connection)
+    commit = changes_on_commit(connection, start=False)
+    waiting = commit.changes if commit is not None else None
     if not waiting:
         return None
-    pending = waiting.get((obj._meta.concrete_model, obj.pk))
+    pending: _Pending | None = waiting.get((obj._meta.concrete_model, obj.pk))
     return pending if pending is not None and pending.open() else None
 
 
 def change(
     plan: Plan,
-    before: Seen | None,
+    before: Seen | Unseen | None,
     saved: models.Model,
     counts: bool,
     using: str,
     *,
     copy_saved: bool = True,
     standing: Standing | None = None,
+    values: dict[str, Any] | None = None,
+    connection: BaseDatabaseWrapper | None = None,
 ) -> None:
     """Submit what a change of ``saved`` means, now or when its transaction commits.
 
     ``copy_saved``: ``saved`` is the caller's instance, which may be edited
-    before the commit; what was saved is copied. ``standing``: inside a
-    transaction, what tells whether the change still stands (made here when
-    not given). Never raises.
+    before the commit; what was saved is kept (``values``, by attname, or a copy
+    of its values) and the object is rebuilt from it at the commit if it was
+    edited since. ``standing``: inside a transaction, what tells whether the
+    change still stands (made here when not given). Never raises.
     """
-    connection = thread_connection(using)
+    if connection is None:
+        connection = thread_connection(using)
     if not connection.in_atomic_block:
         try:
             urls = outcome(plan, before, saved, counts, using)
@@ -197,17 +238,22 @@ def change(
         if urls:
             hand_over(urls, connection)
         return
-    if copy_saved:
-        # What was saved, not later unsaved edits of the instance.
-        saved = rebuild(saved, saved.__dict__)
-    pending = open_change(saved, connection)
-    if pending is None:
-        waiting = _pending.setdefault(connection, {})
-        if len(waiting) > 1000:
-            for key in [k for k, p in waiting.items() if not p.open()]:
-                del waiting[key]
-        pending = waiting[(saved._meta.concrete_model, saved.pk)] = _Pending(plan, before, using)
+    if not copy_saved:
+        values = None
+    elif values is None:
+        values = saved.__dict__.copy()
     if standing is None:
-        standing = Standing(connection)
-    pending.changes.append((standing, saved, counts))
-    pending.waiting.append(collect_on_commit(pending.resolve, connection))
+        standing = current_standing(connection)
+    commit = changes_on_commit(connection, start=True, standing=standing)
+    assert commit is not None
+    waiting = commit.changes
+    key = (saved._meta.concrete_model, saved.pk)
+    pending: _Pending | None = waiting.get(key)
+    first = pending is None or not pending.open()
+    if first:
+        pending = _Pending(plan, before, using)
+    assert pending is not None
+    pending.changes.append((standing, saved, values, counts))
+    commit.collect(connection, pending.resolve, standing)
+    if first:
+        waiting[key] = pending

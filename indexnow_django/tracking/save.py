@@ -32,19 +32,19 @@ from django.db import models
 from django.utils import timezone
 
 from ..collector import LATER_LIMIT, current, hand_over
-from ..compat import thread_connection
+from ..compat import kept_state, thread_connection
 from ..conf import is_enabled
 from ..registry import plan_for
-from .outcome import DRAFT, Seen, change, failed, outcome, see
+from .outcome import DRAFT, Seen, Unseen, change, failed, outcome, see
 from .raw import ignored
 from .state import (
     LOADED,
-    MISSING,
     ModelInfo,
     Row,
     Standing,
     TrackedState,
     as_dict,
+    as_written,
     changed,
     children,
     is_whole,
@@ -62,9 +62,15 @@ from .state import (
 from .watch import Watch, watched
 
 if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
     from ..registry import Plan
 
 __all__ = ["after_save", "before_save", "fields_changed", "settle", "urls_of_save"]
+
+
+# tuple.__new__: an Unseen without the Python-level constructor (once a save).
+_new_unseen = tuple.__new__
 
 
 def fields_changed(plan: Plan, changes: set[str]) -> bool:
@@ -84,7 +90,9 @@ def before_save(
     **kwargs: Any,
 ) -> None:
     """``pre_save``: the stored row that the save overwrites."""
-    known = state(instance)
+    known = kept_state(instance)
+    if known is None or known._owner != id(instance):
+        known = state(instance)
     known.before = None
     known.base_save = None
     if raw:
@@ -102,7 +110,7 @@ def before_save(
         return
     if watched(instance):
         return  # a watch() block submits what its objects' saves change
-    row = known_row(known)
+    row = known.row if known.row_written is None else known_row(known)
     if not instance._state.adding and is_whole(row, info):
         known.before = row  # loaded, or saved, by this process: no work before the save
     else:
@@ -180,7 +188,9 @@ def after_save(
     """``post_save``: keep the row as saved and submit what the save changed."""
     if raw and ignored(raw):
         return
-    known = state(instance)
+    known = kept_state(instance)
+    if known is None or known._owner != id(instance):
+        known = state(instance)
     before, known.before = known.before, None
     deferred, known.deferred = known.deferred, None
     base_save, known.base_save = known.base_save, None
@@ -189,7 +199,8 @@ def after_save(
     info = tracked.get(sender)
     if info is None:
         return
-    if update_fields is None and not info.mutable:
+    copied = update_fields is None and not info.mutable
+    if copied:
         saved: dict[str, Any] = instance.__dict__.copy()
         del saved["_state"]  # no cycle: the object and its state are freed at once
         saved.pop(LOADED, None)
@@ -219,6 +230,8 @@ def after_save(
             later=before_seen is None,
             standing=standing,
             before_seen=before_seen,
+            connection=connection,
+            copied=copied,
         )
     if watching is not None:
         watching.finish()
@@ -240,6 +253,8 @@ def settle(
     later: bool,
     standing: Standing | None = None,
     before_seen: Seen | None = None,
+    connection: BaseDatabaseWrapper | None = None,
+    copied: bool = False,
 ) -> None:
     """Submit what a save changed, worked out when that is right and cheapest.
 
@@ -249,9 +264,10 @@ def settle(
     had only between two saves (a save for a primary key, then one for a slug
     made from it) is never submitted.
     ``standing``: inside a transaction, whether the save still stands.
+    ``copied``: ``saved`` is a copy of the instance's values made after the save.
     """
-    args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
-    connection = thread_connection(using)
+    if connection is None:
+        connection = thread_connection(using)
     if connection.in_atomic_block:
         # The state before is seen now; what the object is at the commit, then.
         try:
@@ -260,7 +276,7 @@ def settle(
             failed(instance, "work out the stored state before a save", error)
             return
         if compared is not None:
-            after = _as_saved(instance, saved, deferred, info)
+            after = instance if copied else _as_saved(instance, saved, deferred, info)
             change(
                 plan,
                 compared[0],
@@ -269,8 +285,11 @@ def settle(
                 using,
                 copy_saved=after is instance,
                 standing=standing,
+                values=saved,
+                connection=connection,
             )
         return
+    args = (plan, info, before, instance, saved, update_fields, deferred, using, before_seen)
     collector = current()
     if later and collector is not None and collector.hold is None and collector.accepts():
         # At the end of the unit, with its other saves (less per save), from the state
@@ -339,10 +358,11 @@ def _compared(
     saved: dict[str, Any],
     update_fields: Iterable[str] | None,
     before_seen: Seen | None = None,
-) -> tuple[Seen | None, bool] | None:
-    """The object as stored before the save (``None``: the same as after it) and whether
+) -> tuple[Seen | Unseen | None, bool] | None:
+    """The object as stored before the save (``None``: the same as after it; an
+    :class:`~.outcome.Unseen`: its values, seen only if the URLs may differ) and whether
     a field of ``fields`` changed; ``None`` when the save changed nothing that counts.
-    Builds the stored object only when a field changed.
+    Builds the stored object only when a field its URLs may be read from changed.
     """
     if not before:
         return DRAFT, True  # an insert
@@ -358,9 +378,15 @@ def _compared(
             # same transaction: what they change is compared with the object as it is now.
             return before_seen or see(plan, rebuild(instance, values, info)), True
         return None, True
-    if before_seen is None:  # seen before the save when objects follow from it
-        before_seen = see(plan, rebuild(instance, values, info))
-    return before_seen, fields_changed(plan, changes)
+    counts = fields_changed(plan, changes)
+    if before_seen is not None:  # seen before the save when objects follow from it
+        return before_seen, counts
+    urls_from = plan.url_attnames
+    if urls_from is not None and urls_from.isdisjoint(changes) and not plan.related:
+        # No field its public state and URLs are read from changed: they are as they
+        # were, which the field values tell without building the stored object.
+        return (_new_unseen(Unseen, (values,)), True) if counts else None
+    return see(plan, rebuild(instance, values, info)), counts
 
 
 def _as_saved(
@@ -374,11 +400,7 @@ def _as_saved(
     if deferred:
         # Fields still deferred were not saved: their stored values are current.
         return rebuild(instance, {**deferred, **saved}, info)
-    current = instance.__dict__
-    for attname in info.attnames:
-        if current.get(attname, MISSING) is not saved.get(attname, MISSING):
-            return rebuild(instance, saved, info)  # edited since
-    return instance
+    return as_written(instance, saved, info)
 
 
 # Saves through a base class -----------------------------------------------------------------

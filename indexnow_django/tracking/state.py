@@ -10,6 +10,7 @@ object as stored from it.
 from __future__ import annotations
 
 import copy
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,6 +27,7 @@ __all__ = [
     "ModelInfo",
     "Row",
     "TrackedState",
+    "as_written",
     "changed",
     "children",
     "info_of",
@@ -33,6 +35,7 @@ __all__ = [
     "model_info",
     "rebuild",
     "remember",
+    "standing",
     "state",
     "stored_values",
     "tracked",
@@ -140,24 +143,35 @@ def keep_row(known: TrackedState, row: Row, connection: BaseDatabaseWrapper) -> 
     Inside a transaction, returns what tells whether the save still stands.
     """
     known.row = row
-    written = known.row_written = Standing(connection) if connection.in_atomic_block else None
+    written = known.row_written = standing(connection) if connection.in_atomic_block else None
     return written
 
 
 class Standing:
     """Something done inside a transaction on a connection (a save, an m2m change): it
-    stands unless a rollback (of its savepoint, or of the transaction) drops it."""
+    stands unless a rollback (of its savepoint, or of the transaction) drops it.
 
-    __slots__ = ("_mark", "committed")
+    What is done at the same depth of savepoints (the same open savepoints) stands or
+    falls together: :func:`standing` gives them one.
+    """
+
+    __slots__ = ("_mark", "committed", "savepoints")
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         #: Set when the transaction committed.
         self.committed = False
+        #: The savepoints open when it was made.
+        self.savepoints = list(connection.savepoint_ids)
 
         def indexnow_standing() -> None:
             self.committed = True
 
         self._mark = PendingCallback(connection, indexnow_standing)
+
+    @property
+    def mark(self) -> PendingCallback:
+        """Its on-commit callback."""
+        return self._mark
 
     def stands(self) -> bool:
         """Whether it committed or may still commit (no rollback dropped it)."""
@@ -166,6 +180,29 @@ class Standing:
     def open(self) -> bool:
         """Whether its transaction is still to commit or roll back."""
         return not self.committed and self._mark.pending()
+
+    #: As a piece of a commit (:mod:`indexnow_django.collector`): whether it still waits.
+    pending = stands
+
+
+#: The last :class:`Standing` made on each connection (by ``id()``: it keeps its
+#: connection alive), for what is done next at the same depth of savepoints.
+_standing: dict[int, Standing] = {}
+
+
+def standing(connection: BaseDatabaseWrapper) -> Standing:
+    """What tells whether something done now inside a transaction on ``connection``
+    stands: the one made for what was done before, when that shares its fate (same
+    transaction, same open savepoints), else a new one."""
+    found = _standing.get(id(connection))
+    if (
+        found is None
+        or found.committed
+        or found.savepoints != connection.savepoint_ids
+        or not found.mark.pending()
+    ):
+        found = _standing[id(connection)] = Standing(connection)
+    return found
 
 
 # The model ---------------------------------------------------------------------------
@@ -182,6 +219,8 @@ class ModelInfo(NamedTuple):
     mutable: frozenset[str]
     #: attnames whose value the save itself sets (``auto_now``): not a change of the caller's.
     auto: frozenset[str]
+    #: The values of ``attnames`` in a mapping that has them all (``KeyError`` if not).
+    values_of: Callable[[Mapping[str, Any]], Any]
 
 
 def model_info(model: type[models.Model]) -> ModelInfo:
@@ -192,6 +231,7 @@ def model_info(model: type[models.Model]) -> ModelInfo:
         tuple((f.name, f.attname) for f in fields if f.is_relation),
         frozenset(f.attname for f in fields if f.get_internal_type() in _MUTABLE_TYPES),
         frozenset(f.attname for f in fields if getattr(f, "auto_now", False)),
+        operator.itemgetter(*[f.attname for f in fields]),
     )
 
 
@@ -290,6 +330,26 @@ def rebuild(
     return old
 
 
+def as_written(
+    instance: models.Model, values: Mapping[str, Any], info: ModelInfo | None = None
+) -> models.Model:
+    """The object as a save wrote ``values``: ``instance`` itself (its cached relations
+    and prefetches serve ``urls()``) unless it was edited since, else a copy."""
+    if info is None:
+        info = info_of(type(instance))
+    current = instance.__dict__
+    try:
+        if info.values_of(current) == info.values_of(values):
+            return instance
+    except KeyError:  # a field deferred on either
+        for attname in info.attnames:
+            if current.get(attname, MISSING) != values.get(attname, MISSING):
+                break
+        else:
+            return instance
+    return rebuild(instance, values, info)  # edited since
+
+
 def changed(
     values: Mapping[str, Any],
     current: Mapping[str, Any],
@@ -304,6 +364,14 @@ def changed(
         attnames = saved_attnames(instance, update_fields)
     else:
         attnames = info.attnames
+        try:
+            old, new = info.values_of(values), info.values_of(current)
+        except KeyError:  # a field deferred on either
+            pass
+        else:
+            if len(attnames) == 1:
+                return set() if old == new else set(attnames)
+            return {a for a, x, y in zip(attnames, old, new, strict=True) if x != y}
     get = values.get
     return {a for a in attnames if a in current and get(a, MISSING) != current[a]}
 
