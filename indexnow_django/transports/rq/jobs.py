@@ -206,11 +206,12 @@ def deliver_window(window: int) -> dict[str, Any]:
     """
     from rq import get_current_job
 
-    from .coalesce import take_pending
+    from .coalesce import take_pending, window_started
 
     conf = get_settings()
     queue = get_queue(conf)
     job = get_current_job()
+    window_started(queue, window, conf)
     with _alive_while_sending(job, conf):
         deliveries, count = take_pending(queue, conf)
     if not deliveries:
