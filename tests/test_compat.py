@@ -1,4 +1,5 @@
-"""The private internals of Django and redis-py the package relies on (``compat.py``).
+"""The private internals of Django, redis-py, rq and the task backends the package relies on
+(``indexnow_django/compat/``).
 
 Each test fails with a message naming the internal when a new release changes it:
 the fix then belongs in ``indexnow_django/compat/`` alone.
