@@ -213,3 +213,29 @@ def test_a_worker_killed_mid_post_of_a_coalesced_batch_loses_nothing(
     assert len(engine.posts) == 2
     assert failed_ids(redis_conn) == []
     assert coalesce.pending_count(get_queue(get_settings())) == 0
+
+
+def test_a_window_job_that_cannot_be_scheduled_leaves_the_urls_pending_for_the_sweep(
+    indexnow_settings, redis_conn, monkeypatch, engine
+):
+    """The flush's URLs are in the outbox once its first round trip is done: when rq cannot
+    schedule the window's job then, the URLs wait there (nothing is sent from the web
+    process as well) and a worker's sweep schedules the job."""
+    from rq.queue import Queue
+
+    coalesce_settings(indexnow_settings)
+    original = Queue.schedule_job
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise redis.exceptions.ConnectionError("gone between two round trips")
+
+    monkeypatch.setattr(Queue, "schedule_job", refused)
+    dispatch([url(1)])
+    monkeypatch.setattr(Queue, "schedule_job", original)
+
+    queue = get_queue(get_settings())
+    assert coalesce.pending_count(queue) == 1
+    assert queue.scheduled_job_registry.get_job_ids() == []
+    assert engine.posts == []  # not sent from here too
+    job_id = coalesce.ensure_window_job(queue, get_settings())
+    assert queue.scheduled_job_registry.get_job_ids() == [job_id]

@@ -235,7 +235,7 @@ def add_to_window(
     One Redis round trip, which also tells whether the window's job is scheduled
     already (its mark, a key of ours); the first flush of a window makes a
     second one, rq's own scheduling of the job. Returns the id of the job that
-    will send them. Raises on Redis errors.
+    will send them. Raises when the first round trip fails.
     """
     now = time.time() if now is None else now
     due = max(now, due or 0)
@@ -255,7 +255,19 @@ def add_to_window(
     offset, claimed = _script(queue.connection, _ADD)(keys=keys, args=args)
     window += int(offset)
     if int(claimed):
-        _schedule_window(queue, window, conf)
+        try:
+            _schedule_window(queue, window, conf)
+        except Exception as exc:
+            # The URLs are pending already: sending them from here too would send them
+            # twice. A worker's sweep (ensure_window_job) schedules the job.
+            logger.warning(
+                "IndexNow window job of queue=%s window=%s not scheduled (%s: %s); the URLs "
+                "wait in the outbox for a worker's sweep",
+                queue.name,
+                window,
+                type(exc).__name__,
+                exc,
+            )
     return window_job_id(queue.name, window)
 
 
