@@ -27,7 +27,7 @@ from django.db.models.functions import Substr
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import select_template
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, URLPattern, path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.timezone import localtime
@@ -67,9 +67,6 @@ OUTCOME_COLOURS = {
     "rejected": "#c0392b",
     "skipped": "#5b6bb5",
 }
-
-#: Seconds the detail page waits for Redis when it looks a job up.
-JOB_LOOKUP_TIMEOUT = 1.0
 
 #: A moment on every page of the app (the list, a record, the notice above the list, an
 #: object's panel): the admin's own, localized for the active language.
@@ -155,72 +152,6 @@ def chart(series: Sequence[tuple[date, dict[str, int]]]) -> dict[str, Any]:
         ],
         "days": len(series),
     }
-
-
-# --------------------------------------------------------------------------- rq look-ups
-
-
-def _job_admin_url(queue: str, job_id: str) -> str | None:
-    """django-rq's admin page of a job, when django-rq's views are installed."""
-    from django.conf import settings
-
-    names = list(getattr(settings, "RQ_QUEUES", {}) or {})
-    try:
-        from django_rq.settings import get_queues_map
-
-        index = get_queues_map().get(queue)
-    except ImportError:  # django-rq before 4.2 numbered queues in settings order
-        index = names.index(queue) if queue in names else None
-    if index is None:
-        return None
-    for name in ("admin:django_rq_job_detail", "django_rq:job_detail", "rq_job_detail"):
-        try:
-            return reverse(name, args=[index, job_id])
-        except NoReverseMatch:
-            continue
-    return None
-
-
-def _job_status(queue: str, job_id: str) -> str:
-    """rq's status of a job (``failed``, ``finished``...), or why it is not known."""
-    from rq.exceptions import NoSuchJobError
-    from rq.job import Job
-
-    from .transports.rq.queue import connection
-
-    try:
-        job = Job.fetch(job_id, connection=connection(queue, timeout=JOB_LOOKUP_TIMEOUT))
-        status = job.get_status()
-    except NoSuchJobError:
-        return "gone"
-    except Exception as exc:
-        logger.info("IndexNow admin cannot look up job=%s queue=%s: %s", job_id, queue, exc)
-        return "unknown"
-    return str(getattr(status, "value", status) or "gone")
-
-
-def _task_html(task_id: str, backend: str) -> str:
-    """A ``django.tasks`` task: its id, and with django-tasks-db its state and admin page."""
-    try:
-        from django_tasks_db.models import DBTaskResult
-    except ImportError:
-        return format_html("task {} ({})", task_id, _("backend {}").format(backend))
-    try:
-        row = DBTaskResult.objects.filter(pk=task_id).values_list("status", flat=True).first()
-    except Exception:  # not a UUID, no table
-        row = None
-    if row is None:
-        return format_html("task {} ({})", task_id, _("no longer kept by django-tasks-db"))
-    for name in (
-        "admin:django_tasks_database_dbtaskresult_change",
-        "admin:django_tasks_db_dbtaskresult_change",
-    ):
-        try:
-            url = reverse(name, args=[task_id])
-        except NoReverseMatch:
-            continue
-        return format_html('task <a href="{}">{}</a> ({})', url, task_id, str(row).lower())
-    return format_html("task {} ({})", task_id, str(row).lower())
 
 
 # --------------------------------------------------------------------------- the history
@@ -439,24 +370,11 @@ class DeliveryAdmin(_ModelAdmin):
 
     @admin.display(description=_("job or task"))
     def job(self, obj: Delivery) -> str:
-        from .delivery.history import TASK_QUEUE_PREFIX
+        from .transports import job_html
 
         if not obj.job_id:
             return str(_("none: sent from the process that flushed (synchronous or fallback)"))
-        if obj.queue.startswith(TASK_QUEUE_PREFIX):
-            return _task_html(obj.job_id, obj.queue.removeprefix(TASK_QUEUE_PREFIX))
-        status = _job_status(obj.queue, obj.job_id)
-        url = _job_admin_url(obj.queue, obj.job_id)
-        if status == "failed" and url:
-            return format_html(
-                '<a href="{}">{}</a> ({})',
-                url,
-                obj.job_id,
-                _("failed: see it in django-rq's failed job registry, where it can be requeued"),
-            )
-        if status == "gone":
-            return format_html("rq job {} ({})", obj.job_id, _("no longer kept by rq"))
-        return format_html("rq job {} ({})", obj.job_id, status)
+        return job_html(obj.queue, obj.job_id)
 
     def history_view(
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None

@@ -2,8 +2,8 @@
 
 The settings checks report :func:`indexnow_django.conf.validate`'s problems, so
 ``manage.py check`` and the runtime agree on what is valid. The wiring checks
-look at what surrounds the settings (the middleware, django-rq, the worker
-class, the debounce cache) once the settings are valid. ``manage.py
+look at what surrounds the settings (the middleware, the debounce cache; each
+transport adds its own: its app, its worker) once the settings are valid. ``manage.py
 indexnow_check`` reports these same findings and adds what needs the network.
 
 No check reads the database: ``migrate`` runs them before it creates any table.
@@ -89,21 +89,9 @@ def check_queue_wiring(
     hint = "Point DEBOUNCE['CACHE'] at a cache that workers share, such as Django's RedisCache."
     if isinstance(cache, DummyCache):
         kind = "keeps nothing"
-    elif transport.forks_per_delivery:
-        kind = "is local to each process, and rq's worker runs each job in a new process"
     else:
-        # db_worker (or the process that enqueues) runs every task in itself.
-        kind = "is local to each process that runs tasks"
-        effect = (
-            "each worker debounces only what it sent itself (and forgets it when it "
-            "restarts), so with more than one worker an engine may receive a URL again "
-            "from another"
-        )
-        hint = (
-            "With a single db_worker this is enough: silence it with "
-            "SILENCED_SYSTEM_CHECKS = ['indexnow.W002']. With several workers, point "
-            "DEBOUNCE['CACHE'] at a cache they share (DatabaseCache, RedisCache)."
-        )
+        kind, worse, better = transport.local_cache_note()
+        effect, hint = worse or effect, better or hint
     if effect.startswith("nothing"):
         effect += ", so an engine receives a URL again at every save"
     return [

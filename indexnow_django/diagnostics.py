@@ -335,9 +335,8 @@ def _settings_section(diag: Diagnosis) -> IndexNowSettings | None:
 def _dispatch_section(diag: Diagnosis, conf: IndexNowSettings) -> Transport:
     transport = chosen(conf)
     mode = transport.name
-    if conf.dispatch == "auto":  # it resolves to the queue or to sync
-        where = "is not in" if transport.in_process else "is in"
-        reason = f"QUEUE['NAME'] {conf.queue_name!r} {where} RQ_QUEUES"
+    reason = transport.chosen_because()
+    if reason is not None:
         message = f"DISPATCH 'auto' resolved to '{mode}' ({reason})"
     else:
         message = f"DISPATCH '{mode}'"

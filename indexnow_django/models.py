@@ -42,7 +42,8 @@ class Delivery(models.Model):
     status = models.PositiveSmallIntegerField(_("status"), null=True, blank=True)
     answer = models.TextField(_("answer"), blank=True)
     duration = models.FloatField(_("duration (s)"), default=0.0)
-    #: The rq job that made the POST, when a worker did ("" otherwise).
+    #: The job or task that made the POST, when a worker did ("" otherwise); ``queue`` says
+    #: which transport ran it.
     job_id = models.CharField(_("job id"), max_length=128, blank=True)
     queue = models.CharField(_("queue"), max_length=128, blank=True)
     urls = models.TextField(_("URLs"))

@@ -1,13 +1,15 @@
 """Scheduled publication: an object's URLs are submitted when its ``publish_at`` comes.
 
 Saving a published object whose ``publish_at`` is in the future schedules one
-rq job (:func:`publish`) at that moment, once the transaction has committed.
-The job carries only the model label, the primary key and the expected
-publication timestamp (whole seconds, UTC), and its id is derived from those
-three (:attr:`Publication.job_id`), so saving the same object for the same
-moment again schedules nothing new: the job already in rq's scheduled registry
-stands. On rq 2.12+ and 3.x alike the job is put there with
-``queue.schedule_job(job, at, unique=True)`` after a look at the registry.
+job or task of the chosen transport (:func:`publish`) at that moment, once the
+transaction has committed
+(:meth:`~indexnow_django.transports.base.Transport.schedule_publication`). It
+carries only the model label, the primary key and the expected publication
+timestamp (whole seconds, UTC), and its id is derived from those three
+(:attr:`Publication.job_id`), so saving the same object for the same moment
+again schedules nothing new: the job already scheduled stands (on rq, the job
+in rq's scheduled registry, put there with ``queue.schedule_job(job, at,
+unique=True)``).
 
 Moving ``publish_at`` schedules a new job; the old one stays and, when it
 fires, finds the time moved and returns. When a job fires it reloads the
@@ -119,7 +121,7 @@ def schedule_now(publication: Publication) -> str | None:
 def publish(label: str, pk: Any, timestamp: int) -> str:
     """The scheduled job: submit the object's current URLs if it is still due now.
 
-    Returns what it did (rq keeps it as the job's result). A stale job (the
+    Returns what it did (kept as the job's or task's result). A stale job (the
     object gone, its time moved, not public, no URLs) returns without sending.
     """
     from .collector import batch, submit

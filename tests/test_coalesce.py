@@ -1,5 +1,5 @@
 """Coalesced delivery (``QUEUE["COALESCE"]``, ``coalesce.py``): the flushes of a window, from
-every process, in one delivery; one Redis round trip per flush; nothing lost when a worker dies.
+every process, in one delivery; one Redis round trip per flush (and one per window for rq to schedule its job); nothing lost when a worker dies.
 """
 
 from __future__ import annotations
@@ -54,6 +54,32 @@ class RoundTrips:
         monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
 
 
+class ScriptKeys:
+    """The Redis keys given to the Lua scripts that this package runs (rq's own are rq's)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.keys: list[str] = []
+        script_call = redis.commands.core.Script.__call__
+        plain_eval = redis.Redis.eval
+
+        def ours() -> bool:
+            caller = sys._getframe(2).f_globals.get("__name__", "")
+            return caller.startswith("indexnow_django")
+
+        def call(script: Any, keys: Any = (), args: Any = (), client: Any = None) -> Any:
+            if ours():
+                self.keys += [str(key) for key in keys]
+            return script_call(script, keys=keys, args=args, client=client)
+
+        def evaluate(client: Any, source: str, count: int, *keys_and_args: Any) -> Any:
+            if ours():
+                self.keys += [str(key) for key in keys_and_args[:count]]
+            return plain_eval(client, source, count, *keys_and_args)
+
+        monkeypatch.setattr(redis.commands.core.Script, "__call__", call)
+        monkeypatch.setattr(redis.Redis, "eval", evaluate)
+
+
 def wait_for_window_start() -> None:
     """Return at the start of a window, so that what follows stays in one window."""
     time.sleep(WINDOW - time.time() % WINDOW + 0.01)
@@ -71,7 +97,8 @@ def test_each_flush_is_one_round_trip_and_the_window_one_job(
         dispatch([url(i), url(i + 100)])
     assert time.time() - started < WINDOW  # one window
 
-    assert sent.count == 20
+    # One per flush, and one more by the window's first flush: rq schedules the window's job.
+    assert sent.count == 20 + 1
     queue = get_queue(get_settings())
     window_jobs = queue.scheduled_job_registry.get_job_ids()
     assert len(window_jobs) == 2  # the warm-up's window, and this one
@@ -79,6 +106,23 @@ def test_each_flush_is_one_round_trip_and_the_window_one_job(
     assert coalesce.pending_count(queue) == 41
     job_memory = sum(redis_conn.memory_usage(f"rq:job:{job_id}") for job_id in window_jobs)
     assert job_memory / 21 < 1024  # bytes of jobs per pending flush
+
+
+def test_the_scripts_of_ours_touch_keys_of_ours_only(indexnow_settings, redis_conn, monkeypatch):
+    """rq's job hash, registries and queue set are written by rq's API, never by a script of
+    ours: an rq release that changes them cannot break delivery unseen."""
+    coalesce_settings(indexnow_settings)
+    scripts = ScriptKeys(monkeypatch)
+    for i in range(3):
+        dispatch([url(i)])
+    queue = get_queue(get_settings())
+    coalesce.ensure_window_job(queue, get_settings())
+    coalesce.take_pending(queue, get_settings())
+
+    assert scripts.keys
+    assert [key for key in scripts.keys if not key.startswith("indexnow:")] == []
+    [window_job] = queue.scheduled_job_registry.get_job_ids()
+    assert queue.fetch_job(window_job).get_status() == "scheduled"
 
 
 def test_a_url_pending_twice_is_one_entry_with_its_last_side(indexnow_settings, redis_conn):
@@ -169,3 +213,29 @@ def test_a_worker_killed_mid_post_of_a_coalesced_batch_loses_nothing(
     assert len(engine.posts) == 2
     assert failed_ids(redis_conn) == []
     assert coalesce.pending_count(get_queue(get_settings())) == 0
+
+
+def test_a_window_job_that_cannot_be_scheduled_leaves_the_urls_pending_for_the_sweep(
+    indexnow_settings, redis_conn, monkeypatch, engine
+):
+    """The flush's URLs are in the outbox once its first round trip is done: when rq cannot
+    schedule the window's job then, the URLs wait there (nothing is sent from the web
+    process as well) and a worker's sweep schedules the job."""
+    from rq.queue import Queue
+
+    coalesce_settings(indexnow_settings)
+    original = Queue.schedule_job
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise redis.exceptions.ConnectionError("gone between two round trips")
+
+    monkeypatch.setattr(Queue, "schedule_job", refused)
+    dispatch([url(1)])
+    monkeypatch.setattr(Queue, "schedule_job", original)
+
+    queue = get_queue(get_settings())
+    assert coalesce.pending_count(queue) == 1
+    assert queue.scheduled_job_registry.get_job_ids() == []
+    assert engine.posts == []  # not sent from here too
+    job_id = coalesce.ensure_window_job(queue, get_settings())
+    assert queue.scheduled_job_registry.get_job_ids() == [job_id]

@@ -1,4 +1,5 @@
-"""The private internals of Django and redis-py the package relies on (``compat.py``).
+"""The private internals of Django, redis-py, rq and the task backends the package relies on
+(``indexnow_django/compat/``).
 
 Each test fails with a message naming the internal when a new release changes it:
 the fix then belongs in ``indexnow_django/compat/`` alone.
@@ -182,16 +183,89 @@ def test_a_scheduler_that_never_started_has_not_died(redis_conn):
     assert compat_rq.scheduler_died(scheduler) is False
 
 
-def test_a_job_marked_scheduled_is_saved_as_scheduled(redis_conn):
-    from rq.job import Job, JobStatus
+def rq_changed(what: str) -> str:
+    import rq
 
-    job = Job.create("indexnow_django.jobs.deliver", args=[["/x/"]], connection=redis_conn)
-    compat_rq.mark_scheduled(job)
-    job.save()
-    assert Job.fetch(job.id, connection=redis_conn).get_status() == JobStatus.SCHEDULED, changed(
-        "Job._status (rq): the status a job is saved with"
-    )
-    job.delete()
+    return f"{what} changed (rq {rq.__version__}): adapt indexnow_django/compat/rq.py"
+
+
+def test_a_scheduler_lock_holds_the_name_of_the_scheduler_for_interval_and_a_minute(redis_conn):
+    from rq.scheduler import RQScheduler
+
+    scheduler = RQScheduler(["compat-lock"], connection=redis_conn)
+    assert scheduler._queue_names == {"compat-lock"} or list(scheduler._queue_names) == [
+        "compat-lock"
+    ], rq_changed("RQScheduler._queue_names")
+    try:
+        assert scheduler.acquire_locks() == {"compat-lock"}
+        key = scheduler.get_locking_key("compat-lock")
+        assert redis_conn.get(key) == scheduler.name.encode(), rq_changed(
+            "the scheduler lock's value (the holder's name)"
+        )
+        assert 0 < redis_conn.ttl(key) <= int(scheduler.interval) + 60, rq_changed(
+            "the scheduler lock's expiry"
+        )
+
+        def stopped(holder: Any) -> str:
+            return "stopped"
+
+        other = RQScheduler(["compat-lock"], connection=redis_conn)
+        assert compat_rq.take_over_scheduler_lock(other, stopped) == [
+            ("compat-lock", scheduler.name)
+        ]
+        assert redis_conn.get(key) == other.name.encode()
+        assert other.acquire_locks() == {"compat-lock"}, rq_changed(
+            "acquire_locks, with a lock already ours"
+        )
+    finally:
+        redis_conn.delete(scheduler.get_locking_key("compat-lock"))
+
+
+def test_a_job_a_worker_took_is_in_the_intermediate_queue_until_it_starts(redis_conn):
+    from rq import Queue
+
+    queue = Queue("compat-taken", connection=redis_conn)
+    try:
+        job = queue.enqueue("indexnow_django.jobs.deliver", ["/x/"])
+        assert compat_rq.taken_not_started(queue) == []
+        taken = Queue.dequeue_any([queue], None, connection=redis_conn)
+        assert taken is not None and taken[0].id == job.id
+        assert compat_rq.taken_not_started(queue) == [job.id], rq_changed(
+            "where a worker keeps the job it took (Queue.intermediate_queue)"
+        )
+        compat_rq.forget_taken(queue, job.id)
+        assert compat_rq.taken_not_started(queue) == [], rq_changed("IntermediateQueue.remove")
+    finally:
+        queue.delete(delete_jobs=True)
+        redis_conn.delete(queue.intermediate_queue_key)
+
+
+def test_rqs_worker_has_every_member_our_worker_class_overrides(redis_conn):
+    import rq
+    from rq.worker import Worker
+
+    from indexnow_django.transports.rq.worker import UnitOfWorkMixin
+
+    for name, why in compat_rq.WORKER_HOOKS.items():
+        assert hasattr(Worker, name) or name in ("scheduler", "queues"), rq_changed(
+            f"Worker.{name} (it {why})"
+        )
+    if rq.VERSION.startswith("2."):
+        for name in compat_rq.WORKER_HOOKS_RQ2:
+            assert hasattr(Worker, name), rq_changed(f"Worker.{name}")
+    for name in ("dequeue_timeout", "should_run_maintenance_tasks"):
+        assert isinstance(getattr(Worker, name), property), rq_changed(f"Worker.{name}")
+    # The list is the worker class's: every member it overrides is in it.
+    overridden = {
+        name
+        for name in vars(UnitOfWorkMixin)
+        if hasattr(Worker, name) and not name.startswith("__")
+    }
+    assert overridden <= set(compat_rq.WORKER_HOOKS) | set(compat_rq.WORKER_HOOKS_RQ2)
+    # What it reads from a worker: a worker's own attributes.
+    worker = Worker(["compat-hooks"], connection=redis_conn)
+    assert worker.queues and hasattr(worker, "scheduler"), rq_changed("Worker.queues, .scheduler")
+    assert worker.redis_workers_keys, rq_changed("Worker.redis_workers_keys")
 
 
 def test_a_work_horse_left_behind_is_waited_for():

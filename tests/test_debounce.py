@@ -379,11 +379,12 @@ def test_the_request_path_makes_one_redis_round_trip_per_flush_and_none_without_
     client, indexnow_settings, redis_conn, monkeypatch
 ):
     """A request that saves makes exactly one Redis round trip (the URLs into the
-    coalescing window's outbox; the debounce store is only read by workers); one that
-    changes nothing makes none."""
+    coalescing window's outbox; the debounce store is only read by workers), and the
+    first of a window one more (rq schedules the window's job); one that changes
+    nothing makes none."""
     from redis.connection import AbstractConnection
 
-    from indexnow_django.transports.rq.coalesce import pending_count
+    from indexnow_django.transports.rq.coalesce import pending_count, window_of
     from indexnow_django.transports.rq.queue import get_queue
     from tests.testapp.models import Post
 
@@ -401,10 +402,20 @@ def test_the_request_path_makes_one_redis_round_trip_per_flush_and_none_without_
     monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
     assert client.get(f"/posts/{post.pk}/save/").status_code == 200
     monkeypatch.setattr(AbstractConnection, "send_packed_command", original)
-    assert len(sent) == 1, sent
+    assert len(sent) == 2, sent  # the first flush of its window
     queue = get_queue(get_settings())
     assert pending_count(queue) == 1
     assert len(queue.scheduled_job_registry.get_job_ids()) == 1  # the window's job
+
+    for _ in range(3):  # a save in the same window (one that crossed into the next: again)
+        window = window_of(time.time(), get_settings())
+        sent.clear()
+        monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+        assert client.get(f"/posts/{post.pk}/save/").status_code == 200
+        monkeypatch.setattr(AbstractConnection, "send_packed_command", original)
+        if window_of(time.time(), get_settings()) == window:
+            break
+    assert len(sent) == 1, sent
 
     monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
     sent.clear()

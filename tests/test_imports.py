@@ -150,14 +150,73 @@ def test_the_engine_protocol_imports_no_django():
     assert result.stdout.strip() == "[]"
 
 
-def test_only_the_settings_read_the_dispatch_setting():
-    """Every consumer asks the chosen transport (``indexnow_django.transports.chosen``)."""
-    readers = sorted(
-        name
-        for name, path in module_names().items()
-        if "resolved_dispatch" in path.read_text() and not name.startswith("indexnow_django.conf")
+#: Where the transports' own knowledge may live: the settings choose the transport (they read
+#: ``DISPATCH``), the transports are it, the compat layer holds the internals they rely on.
+KNOWS_TRANSPORTS = (
+    "indexnow_django.conf",
+    "indexnow_django.transports",
+    "indexnow_django.compat",
+)
+#: The queue and task apps a transport uses.
+TRANSPORT_APPS = ("rq", "django_rq", "django_tasks_db")
+
+
+def outside_the_transports() -> dict[str, Path]:
+    return {
+        name: path for name, path in module_names().items() if not name.startswith(KNOWS_TRANSPORTS)
+    }
+
+
+def dispatch_comparisons(path: Path) -> list[str]:
+    """Where ``path`` compares something named for the dispatch with a ``DISPATCH`` value
+    (``conf.dispatch == "queue"``, ``mode in ("sync", "auto")``, ...)."""
+    from indexnow_django.conf.declared import DISPATCH_MODES
+
+    def named_dispatch(node: ast.expr) -> bool:
+        return any(
+            "dispatch" in (getattr(part, "attr", "") or getattr(part, "id", "")).lower()
+            for part in ast.walk(node)
+            if isinstance(part, (ast.Attribute, ast.Name))
+        )
+
+    def a_mode(node: ast.expr) -> bool:
+        values = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return any(isinstance(v, ast.Constant) and v.value in DISPATCH_MODES for v in values)
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(map(named_dispatch, operands)) and any(map(a_mode, operands)):
+                found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_only_the_settings_and_the_transports_tell_the_dispatch_values_apart():
+    """Every consumer asks the chosen transport (``indexnow_django.transports.chosen``):
+    none compares ``DISPATCH`` with one of its values."""
+    found = [
+        where for path in outside_the_transports().values() for where in dispatch_comparisons(path)
+    ]
+    assert found == []
+    # The check sees what it looks for.
+    assert dispatch_comparisons(PACKAGE / "transports" / "tasks" / "__init__.py")
+
+
+def test_only_the_transports_import_the_queue_and_task_apps():
+    """rq, django-rq and django-tasks-db are the transports' business (and the compat
+    layer's): the rest of the package asks the transport."""
+    wrong = {
+        name: sorted(i for i in imports_of(name, path) if i.split(".")[0] in TRANSPORT_APPS)
+        for name, path in outside_the_transports().items()
+    }
+    assert {name: found for name, found in wrong.items() if found} == {}
+    assert any(
+        i.split(".")[0] == "rq"
+        for i in imports_of(
+            "indexnow_django.transports.rq.queue", PACKAGE / "transports" / "rq" / "queue.py"
+        )
     )
-    assert readers == []
 
 
 def test_the_circle_finder_finds_one():

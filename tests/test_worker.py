@@ -16,6 +16,7 @@ from indexnow_django import worker as worker_module
 from indexnow_django.checks import check_queue_wiring, check_transport
 from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
+from indexnow_django.transports.rq import wiring
 from indexnow_django.transports.rq.queue import META_BATCH_ID
 from tests.needs import ONE_JOB
 from tests.rqhelpers import (
@@ -128,7 +129,7 @@ class OwnWorker(worker_module.UnitOfWorkMixin, RQWorker):
 )
 def test_wired(settings, value):
     settings.RQ = {"WORKER_CLASS": value}
-    assert worker_module.is_wired()
+    assert wiring.is_wired()
 
 
 @pytest.mark.parametrize(
@@ -142,8 +143,8 @@ def test_wired(settings, value):
 def test_not_wired_is_a_warning_with_the_one_line(settings, indexnow_settings, rq_setting, path):
     settings.RQ = rq_setting
     indexnow_settings(DISPATCH="queue", DEBOUNCE={"CACHE": "shared"})
-    assert not worker_module.is_wired()
-    assert worker_module.configured_worker_class()[0] == path
+    assert not wiring.is_wired()
+    assert wiring.configured_worker_class()[0] == path
     assert check_transport() == [
         checks.Warning(
             f"INDEXNOW dispatches to a queue but the rq worker class {path!r} does not run each "
@@ -170,9 +171,7 @@ def test_no_worker_warning_with_sync_dispatch(settings, indexnow_settings):
 
 
 def test_the_line_users_add():
-    assert worker_module.WORKER_CLASS_LINE == (
-        'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}'
-    )
+    assert wiring.WORKER_CLASS_LINE == 'RQ = {"WORKER_CLASS": "indexnow_django.worker.Worker"}'
 
 
 @pytest.mark.parametrize(
@@ -189,7 +188,7 @@ def test_the_intervals_a_test_may_shorten(monkeypatch, value, sweep, heartbeat):
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    assert worker_module.sweep_every() == sweep
+    assert wiring.sweep_every() == sweep
     assert queue.heartbeat_ttl() == heartbeat
 
 
@@ -252,13 +251,13 @@ def test_a_worker_takes_over_the_scheduler_lock_of_a_worker_that_died(
 
     holder.kill()
     killed = time.monotonic()
-    deadline = killed + worker_module.SWEEP_EVERY + 15
+    deadline = killed + wiring.SWEEP_EVERY + 15
     while redis_conn.get(lock) in (dead_holder, None) and time.monotonic() < deadline:
         time.sleep(0.1)
     taken_after = time.monotonic() - killed
 
     assert redis_conn.get(lock) not in (dead_holder, None), "the dead holder's lock stayed"
-    assert taken_after < worker_module.SWEEP_EVERY + 5
+    assert taken_after < wiring.SWEEP_EVERY + 5
     assert "took over the scheduler lock of queue default" in other.output()
     # The new scheduler runs retries.
     engine.queue_replies(Reply(429, headers={"Retry-After": "1"}))

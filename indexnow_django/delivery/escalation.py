@@ -33,12 +33,10 @@ from ..protocol.client import Outcome, PostResult
 #: lives in: a site routes it to its alerts.
 logger = logging.getLogger("indexnow_django.escalation")
 
-__all__ = ["FAILURES_BEFORE_CRITICAL", "REJECTIONS_BEFORE_CRITICAL", "answer_of", "observe"]
+__all__ = ["FAILURES_BEFORE_CRITICAL", "answer_of", "observe"]
 
 #: Consecutive failed POSTs for a host and engine that make one CRITICAL line.
 FAILURES_BEFORE_CRITICAL = 5
-#: The name this count had when only 403s counted.
-REJECTIONS_BEFORE_CRITICAL = FAILURES_BEFORE_CRITICAL
 #: Seconds a count is kept since its last failure: a week of silence starts it over.
 COUNT_TTL = 7 * 24 * 3600
 #: The last answers a count keeps, to name them in its lines.

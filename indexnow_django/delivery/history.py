@@ -136,12 +136,6 @@ def _insert(
     return created
 
 
-#: The start of :attr:`Delivery.queue` for a POST sent by a ``django.tasks`` task: its
-#: :attr:`Delivery.job_id` is then the task's id, the rest the task's backend alias (the
-#: task's runner says so, see :class:`~indexnow_django.delivery.parcel.Runner`).
-TASK_QUEUE_PREFIX = "task:"
-
-
 def record_skipped(
     host: str, skipped: Sequence[tuple[str, str]], *, batch_id: str, conf: IndexNowSettings
 ) -> None:

@@ -25,7 +25,7 @@ queue and no task framework.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from .. import signals
 from ..conf import IndexNowSettings
@@ -43,7 +43,7 @@ class Carrier(Protocol):
     """What :func:`run_delivery` needs of the transport that runs it."""
 
     #: What a failure message tells the user to do to send again.
-    again: str
+    again: ClassVar[str]
 
     def cannot_defer(self) -> str | None:
         """Why a delivery cannot be put off here (a retry, a held POST), or ``None``."""
@@ -55,6 +55,9 @@ class Carrier(Protocol):
         """Like :meth:`send_later`, for URLs that were not tried (held back by the
         throttle, left before a deadline): a carrier with an outbox merges them there with
         whatever else waits for the same engine."""
+
+    def near_deadline(self) -> str:
+        """Why a delivery past its ``deadline`` hands what is left over, for the log."""
 
 
 def run_delivery(
@@ -144,12 +147,11 @@ def _give_back(
     for endpoint, urls in left.items():
         job_id = carrier.put_back(parcel.part(urls, engines=[endpoint]), 0)
         logger.info(
-            "IndexNow handed over batch=%s count=%d job=%s: the job is near its timeout "
-            "(QUEUE['TIMEOUT'] %ss)",
+            "IndexNow handed over batch=%s count=%d job=%s: %s",
             parcel.batch_id,
             len(urls),
             job_id,
-            conf.queue_timeout,
+            carrier.near_deadline(),
         )
         given.setdefault("handed_over", []).append(job_id)
     return given

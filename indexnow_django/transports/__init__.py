@@ -14,7 +14,10 @@ One family, chosen once from ``DISPATCH`` (:func:`chosen`), each a
 
 Every consumer (dispatch, scheduling, ``indexnow_submit``, the admin,
 ``indexnow_explain``, ``indexnow_check`` and the checks) asks the chosen
-transport; none reads ``DISPATCH``. What a transport runs is the same delivery
+transport, and a running delivery gives back to it what must go later; none
+reads ``DISPATCH``, and none but the transports imports rq, django-rq or
+django-tasks-db (the admin's history asks :func:`job_html` about a row's job or
+task). What a transport runs is the same delivery
 core (:mod:`indexnow_django.delivery`), which knows nothing of them.
 """
 
@@ -28,7 +31,7 @@ from .base import Enqueued, Publication, Transport
 if TYPE_CHECKING:
     from ..conf import IndexNowSettings
 
-__all__ = ["Enqueued", "Publication", "Transport", "chosen"]
+__all__ = ["Enqueued", "Publication", "Transport", "chosen", "job_html"]
 
 
 def chosen(conf: IndexNowSettings | None = None) -> Transport:
@@ -40,3 +43,17 @@ def chosen(conf: IndexNowSettings | None = None) -> Transport:
     module, _, name = conf.transport_path.rpartition(".")
     cls: type[Transport] = getattr(import_module(module), name)
     return cls(conf)
+
+
+def job_html(queue: str, job_id: str) -> str:
+    """The job or task that sent a history row (``queue`` and ``job_id`` are the row's), as
+    the admin shows it: a row's queue says which transport ran it, whatever is chosen now."""
+    from .tasks.enqueue import TASK_QUEUE_PREFIX
+
+    if queue.startswith(TASK_QUEUE_PREFIX):
+        from .tasks.admin import task_html
+
+        return task_html(job_id, queue.removeprefix(TASK_QUEUE_PREFIX))
+    from .rq.admin import job_html as rq_job_html
+
+    return rq_job_html(queue, job_id)

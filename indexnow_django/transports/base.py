@@ -18,7 +18,6 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..delivery.inprocess import after_response, send_in_process
@@ -154,6 +153,10 @@ class Transport:
 
     put_back = send_later
 
+    def near_deadline(self) -> str:
+        """Why a delivery past its deadline hands what is left over, for the log."""
+        return "the delivery is near its deadline"
+
     def cannot_defer(self) -> str | None:
         """Why a delivery cannot be put off (a retry, a held POST), or ``None``."""
         return "DISPATCH is synchronous: nothing runs later"
@@ -200,26 +203,47 @@ class Transport:
             return gettext("sent from the web process")
         return gettext("queued for delivery")
 
+    def local_cache_note(self) -> tuple[str, str | None, str | None]:
+        """What a debounce cache local to each process is under this transport's workers
+        (``indexnow.W002``): what it is, and what it does and what to do when that differs
+        from a cache that keeps nothing (``None``: the same)."""
+        if self.forks_per_delivery:
+            return (
+                "is local to each process, and rq's worker runs each job in a new process",
+                None,
+                None,
+            )
+        # db_worker (or the process that enqueues) runs every task in itself.
+        return (
+            "is local to each process that runs tasks",
+            "each worker debounces only what it sent itself (and forgets it when it "
+            "restarts), so with more than one worker an engine may receive a URL again "
+            "from another",
+            "With a single db_worker this is enough: silence it with "
+            "SILENCED_SYSTEM_CHECKS = ['indexnow.W002']. With several workers, point "
+            "DEBOUNCE['CACHE'] at a cache they share (DatabaseCache, RedisCache).",
+        )
+
+    def chosen_because(self) -> str | None:
+        """Why ``DISPATCH: "auto"`` resolved to this transport, for ``indexnow_check``
+        (``None``: ``DISPATCH`` names it)."""
+        if self.conf.dispatch != "auto":
+            return None
+        where = "is not in" if self.in_process else "is in"
+        return f"QUEUE['NAME'] {self.conf.queue_name!r} {where} RQ_QUEUES"
+
     @property
     def how_flushes_go(self) -> str:
         """What becomes of a flush, for ``indexnow_check``'s dispatch line."""
         return "URLs are sent by the process that changed them, after the response; no retries"
 
     # ------------------------------------------------------------ the operator's side
-    # A transport with a queue or a backend has a package of its own (``package``), whose
-    # ``checks`` module holds ``system_checks(conf)`` and ``settings_problems(conf)``, and
-    # whose ``diagnose`` module holds ``diagnose(diag, conf)``; imported when asked.
-
-    #: The package of the transport's ``checks`` and ``diagnose`` modules (``None``: it
-    #: has none, as the in-process transport).
-    package: ClassVar[str | None] = None
+    # A transport with a queue or a backend answers these from its own package (its
+    # ``checks`` and ``diagnose`` modules).
 
     def diagnose(self, diag: Diagnosis) -> list[str]:
         """Add this transport's findings to ``indexnow_check``'s ``diag`` (its queue or
         backend, workers, jobs); return the host names its workers run on, where known."""
-        if self.package is not None:
-            found: list[str] = import_module(f"{self.package}.diagnose").diagnose(diag, self.conf)
-            return found
         from ..findings import Status
 
         diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
@@ -227,17 +251,11 @@ class Transport:
 
     def checks(self) -> list[CheckMessage]:
         """This transport's system checks (run with the package's)."""
-        if self.package is None:
-            return []
-        found: list[CheckMessage] = import_module(f"{self.package}.checks").system_checks(self.conf)
-        return found
+        return []
 
     @classmethod
     def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
         """What is wrong in its own app's settings for ``conf`` (the merged ``INDEXNOW``
         that selects it): errors of :func:`~indexnow_django.conf.validate`, so that the
         settings are refused before anything is sent."""
-        if cls.package is None:
-            return iter(())
-        found: Iterator[Problem] = import_module(f"{cls.package}.checks").settings_problems(conf)
-        return found
+        return iter(())

@@ -20,7 +20,9 @@ between them).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -33,7 +35,12 @@ from .coalesce import add_to_window
 from .queue import enqueue_delivery, get_queue, schedule_once
 
 if TYPE_CHECKING:
+    from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
+    from rq.queue import Queue
+
+    from ...conf import IndexNowSettings, Problem
+    from ...findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
@@ -48,10 +55,20 @@ class RQTransport(Transport):
     """Parcels as django-rq jobs (see the module)."""
 
     name = "queue"
-    package = __name__
     forks_per_delivery = True
     workers_send_kept = True
     again = "Requeue the job to try again."
+
+    def __init__(self, conf: IndexNowSettings, queue: Queue | None = None) -> None:
+        super().__init__(conf)
+        self._queue = queue
+
+    @property
+    def queue(self) -> Queue:
+        """The queue ``QUEUE["NAME"]`` (looked up once)."""
+        if self._queue is None:
+            self._queue = get_queue(self.conf)
+        return self._queue
 
     def take_flush(
         self,
@@ -105,7 +122,7 @@ class RQTransport(Transport):
         self.log_flush(parcel, "queue", queue=queue.name, job=job.id, **extra)
 
     def enqueue(self, parcel: Parcel, delay: float = 0) -> Enqueued:
-        queue = get_queue(self.conf)
+        queue = self.queue
         job = enqueue_delivery(queue, parcel, delay=delay, conf=self.conf)
         failed = None
         if not queue.is_async and job.is_failed:
@@ -116,15 +133,54 @@ class RQTransport(Transport):
         return Enqueued(str(job.id), failed)
 
     def cannot_defer(self) -> str | None:
-        queue = get_queue(self.conf)
-        if queue.is_async:
+        from django.conf import settings
+
+        if self._queue is None and self.conf.queue_name not in getattr(settings, "RQ_QUEUES", {}):
+            # deliver() called by hand on a site without the queue: it waits instead.
+            return f"queue {self.conf.queue_name!r} is not in RQ_QUEUES"
+        if self.queue.is_async:
             return None
-        return f"queue {queue.name!r} runs jobs synchronously (ASYNC: False) and cannot delay a job"
+        return (
+            f"queue {self.queue.name!r} runs jobs synchronously (ASYNC: False) and cannot "
+            "delay a job"
+        )
+
+    def send_later(self, parcel: Parcel, delay: float) -> str:
+        return str(enqueue_delivery(self.queue, parcel, delay=delay, conf=self.conf).id)
+
+    def near_deadline(self) -> str:
+        return f"the job is near its timeout (QUEUE['TIMEOUT'] {self.conf.queue_timeout}s)"
+
+    def put_back(self, parcel: Parcel, delay: float) -> str:
+        """Into the outbox of its engine (:mod:`.coalesce`), due in ``delay`` seconds, where
+        it goes out with whatever else waits for that engine; a job of its own when
+        ``QUEUE["COALESCE"]`` is 0, the parcel ignores the debounce store, or it is a
+        retry (an outbox keeps no attempt count: merged there, a retry would start its
+        count over, and an engine that fails for ever would be asked for ever)."""
+        if (
+            self.conf.queue_coalesce <= 0
+            or parcel.force
+            or parcel.attempt > 1
+            or not self.queue.is_async
+        ):
+            return self.send_later(parcel, delay)
+        engines = parcel.engines or (None,)
+        job_ids = [
+            add_to_window(
+                self.queue,
+                parcel.urls,
+                parcel.gone,
+                self.conf,
+                engine=engine,
+                due=time.time() + delay,
+            )
+            for engine in engines
+        ]
+        return job_ids[-1]
 
     def schedule_publication(self, publication: Publication) -> str | None:
-        queue = get_queue(self.conf)
         job = schedule_once(
-            queue,
+            self.queue,
             PUBLISH_FUNC,
             args=(publication.label, publication.pk, publication.timestamp),
             job_id=publication.job_id,
@@ -142,7 +198,7 @@ class RQTransport(Transport):
         try:
             from rq.job import Job
 
-            queue = get_queue(self.conf)
+            queue = self.queue
             if publication.job_id in queue.scheduled_job_registry.get_job_ids():
                 return "waits in rq's scheduled job registry"
             if Job.exists(publication.job_id, connection=queue.connection):
@@ -164,6 +220,24 @@ class RQTransport(Transport):
     @property
     def describe(self) -> str:
         return f"queue {self.conf.queue_name!r}"
+
+    # ------------------------------------------------------------ the operator's side
+
+    def diagnose(self, diag: Diagnosis) -> list[str]:
+        from .diagnose import diagnose
+
+        return diagnose(diag, self.conf)
+
+    def checks(self) -> list[CheckMessage]:
+        from .checks import system_checks
+
+        return system_checks(self.conf)
+
+    @classmethod
+    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
+        from .checks import settings_problems
+
+        return settings_problems(conf)
 
 
 def _job_alive(job_id: str) -> bool:

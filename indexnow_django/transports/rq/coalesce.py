@@ -2,16 +2,19 @@
 
 Time is cut into windows of ``QUEUE["COALESCE"]`` seconds (window ``w`` is
 ``[w * COALESCE, (w + 1) * COALESCE)``, the same for every process). A flush in
-window ``w`` makes one Redis round trip (:func:`add_to_window`, one Lua script):
+window ``w`` makes one Redis round trip (:func:`add_to_window`, one Lua script on keys
+of ours), and the first flush of the window a second one:
 
 * its URLs go into the queue's outbox, a Redis hash (``indexnow:pending:<queue>``,
   URL → ``p`` public or ``g`` gone, the time it was added and the time it is due:
   a URL pending twice is one entry, its last side wins);
-* the window's job, :func:`indexnow_django.transports.rq.jobs.deliver_window`, is
-  put in rq's scheduled job registry at the end of the window (plus
-  ``QUEUE["DELAY"]``) under the id ``indexnow-window-<queue>-<w>``, unless it is
-  there already. Every flush of the window finds it there: one job per window,
-  about 1 KB of Redis however many flushes it gathers.
+* the window's mark (``indexnow:window:<queue>:<w>``) says whether its job is
+  scheduled; the flush that sets it schedules, through rq
+  (``Queue.schedule_job``, unique), the window's job,
+  :func:`indexnow_django.transports.rq.jobs.deliver_window`, at the end of the
+  window (plus ``QUEUE["DELAY"]``) under the id ``indexnow-window-<queue>-<w>``.
+  Every other flush of the window finds the mark: one job per window, about 1 KB
+  of Redis however many flushes it gathers.
 
 What waits for one engine only goes to that engine's outbox
 (``indexnow:pending:<queue>:engine:<endpoint>``, listed in
@@ -32,9 +35,11 @@ the URLs are in the outbox, so a worker killed before it loses nothing either:
 the next window's job, or the sweep (:func:`ensure_window_job`, every few seconds
 in an idle worker), takes them.
 
-A flush that lands in a window whose job has already started (a clock a
-little behind the worker's) schedules the next window's job instead: a job is
-never written again under its own id while it runs.
+The window's job marks its window as started before it reads the outboxes
+(:func:`window_started`): a flush that lands in it later (a clock a little
+behind the worker's) schedules the next window's job instead, and rq refuses
+to schedule a job under the id of one that exists: a job is never written
+again under its own id while it runs.
 """
 
 from __future__ import annotations
@@ -47,7 +52,6 @@ import zlib
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...compat.rq import mark_scheduled
 from ...conf import IndexNowSettings
 from .queue import WINDOW_FUNC
 
@@ -66,6 +70,7 @@ __all__ = [
     "pending_key",
     "take_pending",
     "window_job_id",
+    "window_started",
 ]
 
 
@@ -74,10 +79,10 @@ PUBLIC, GONE = "p", "g"
 #: URL/side pairs given to one HSET of the scripts (Lua's stack holds ~8,000 values).
 _CHUNK = 2000
 
-# KEYS[1] pending hash, KEYS[2] job hash, KEYS[3] scheduled registry, KEYS[4] queues set,
-# KEYS[5] the queue's set of engine outboxes; ARGV[1] n, ARGV[2] chunk, ARGV[3..2n+2] url/value
-# pairs, then job id, ttl, due timestamp, queue key, the engine endpoint (empty: every engine),
-# and the job's field/value pairs (rq's own unique schedule, after the URLs).
+# KEYS[1] pending hash, KEYS[2] the queue's set of engine outboxes, KEYS[3] and KEYS[4] the
+# marks of the window and of the next one; ARGV[1] n, ARGV[2] chunk, ARGV[3..2n+2] url/value
+# pairs, then the engine endpoint (empty: every engine) and the marks' ttl. Returns
+# {offset, claimed}: claimed 1 when this flush must schedule the job of window + offset.
 _ADD = """
 local n = tonumber(ARGV[1])
 local chunk = tonumber(ARGV[2])
@@ -88,24 +93,19 @@ while i < 3 + 2 * n do
     i = last + 1
 end
 local base = 3 + 2 * n
-if n > 0 and ARGV[base + 4] ~= '' then
-    redis.call('SADD', KEYS[5], ARGV[base + 4])
+if n > 0 and ARGV[base] ~= '' then
+    redis.call('SADD', KEYS[2], ARGV[base])
 end
-local status = redis.call('HGET', KEYS[2], 'status')
-if status == 'scheduled' then
-    return 0
-end
-if status then
-    return -1
-end
-redis.call('HSET', KEYS[2], unpack(ARGV, base + 5))
 local ttl = tonumber(ARGV[base + 1])
-if ttl and ttl > 0 then
-    redis.call('EXPIRE', KEYS[2], ttl)
+for k = 3, 4 do
+    if redis.call('SET', KEYS[k], 'scheduled', 'NX', 'EX', ttl) then
+        return {k - 3, 1}
+    end
+    if redis.call('GET', KEYS[k]) ~= 'started' then
+        return {k - 3, 0}
+    end
 end
-redis.call('ZADD', KEYS[3], tonumber(ARGV[base + 2]), ARGV[base])
-redis.call('SADD', KEYS[4], ARGV[base + 3])
-return 1
+return {1, 0}
 """
 
 # KEYS[1] pending hash; ARGV url/value pairs read: remove each that still has that value.
@@ -175,6 +175,12 @@ def window_of(timestamp: float, conf: IndexNowSettings) -> int:
     return math.floor(timestamp / conf.queue_coalesce)
 
 
+def _window_mark_key(queue_name: str, window: int) -> str:
+    """The mark of ``window``'s job: ``scheduled`` once a flush took it on itself to schedule
+    the job, ``started`` once the job runs (a flush then schedules the next window's)."""
+    return f"indexnow:window:{queue_name}:{window}"
+
+
 def _window_job(queue: Queue, window: int, conf: IndexNowSettings) -> tuple[Job, float]:
     """The (unsaved) job of ``window`` and its due time."""
     from .queue import job_options
@@ -189,16 +195,27 @@ def _window_job(queue: Queue, window: int, conf: IndexNowSettings) -> tuple[Job,
         result_ttl=conf.queue_result_ttl,
         **job_options(conf),
     )
-    mark_scheduled(job)
     return job, due
 
 
-def _hset_args(job: Job) -> list[Any]:
-    args: list[Any] = []
-    for field, value in job.to_dict().items():
-        if value is not None:
-            args += [field, value if isinstance(value, (bytes, str)) else str(value)]
-    return args
+def _schedule_window(queue: Queue, window: int, conf: IndexNowSettings) -> Job | None:
+    """Put ``window``'s job in rq's scheduled job registry, through rq, unless a job of its
+    id exists (scheduled, or running). Returns it, or ``None``."""
+    from rq.exceptions import DuplicateJobError
+
+    from .queue import due_at
+
+    job, due = _window_job(queue, window, conf)
+    try:
+        scheduled: Job = queue.schedule_job(job, due_at(due), unique=True)
+    except DuplicateJobError:
+        return None
+    return scheduled
+
+
+def _mark_ttl(window: int, now: float, conf: IndexNowSettings) -> int:
+    """Seconds a window's mark is kept: until well after the next window's job is due."""
+    return max(0, math.ceil((window + 2) * conf.queue_coalesce + conf.queue_delay - now)) + 3600
 
 
 def add_to_window(
@@ -215,8 +232,10 @@ def add_to_window(
     job is scheduled: the current window's, or the one of ``due`` (a Unix time: the job
     runs no earlier).
 
-    One Redis round trip (two when the window's job has already started).
-    Returns the id of the job that will send them. Raises on Redis errors.
+    One Redis round trip, which also tells whether the window's job is scheduled
+    already (its mark, a key of ours); the first flush of a window makes a
+    second one, rq's own scheduling of the job. Returns the id of the job that
+    will send them. Raises when the first round trip fails.
     """
     now = time.time() if now is None else now
     due = max(now, due or 0)
@@ -226,31 +245,37 @@ def add_to_window(
     pairs: list[str] = []
     for url in urls:
         pairs += [url, gone_value if url in gone_set else public]
-    for attempt in range(2):
-        job, job_due = _window_job(queue, window + attempt, conf)
-        args = [
-            len(urls),
-            _CHUNK,
-            *pairs,
-            job.id,
-            job.ttl or -1,
-            job_due,
-            queue.key,
-            engine or "",
-            *_hset_args(job),
-        ]
-        keys = [
-            pending_key(queue.name, engine),
-            job.key,
-            queue.scheduled_job_registry.key,
-            queue.redis_queues_keys,
-            _outboxes_key(queue.name),
-        ]
-        if _script(queue.connection, _ADD)(keys=keys, args=args) >= 0:
-            return str(job.id)
-        pairs = []  # already pending; only the next window's job is wanted
-        urls = []
-    return str(job.id)
+    keys = [
+        pending_key(queue.name, engine),
+        _outboxes_key(queue.name),
+        _window_mark_key(queue.name, window),
+        _window_mark_key(queue.name, window + 1),
+    ]
+    args = [len(urls), _CHUNK, *pairs, engine or "", _mark_ttl(window, now, conf)]
+    offset, claimed = _script(queue.connection, _ADD)(keys=keys, args=args)
+    window += int(offset)
+    if int(claimed):
+        try:
+            _schedule_window(queue, window, conf)
+        except Exception as exc:
+            # The URLs are pending already: sending them from here too would send them
+            # twice. A worker's sweep (ensure_window_job) schedules the job.
+            logger.warning(
+                "IndexNow window job of queue=%s window=%s not scheduled (%s: %s); the URLs "
+                "wait in the outbox for a worker's sweep",
+                queue.name,
+                window,
+                type(exc).__name__,
+                exc,
+            )
+    return window_job_id(queue.name, window)
+
+
+def window_started(queue: Queue, window: int, conf: IndexNowSettings) -> None:
+    """Mark ``window``'s job as running: the flushes that still land in it schedule the next
+    window's job (a job is never written again under its own id while it runs)."""
+    key = _window_mark_key(queue.name, window)
+    queue.connection.set(key, "started", ex=_mark_ttl(window, time.time(), conf))
 
 
 def _outboxes(queue: Queue) -> list[str | None]:
@@ -387,8 +412,22 @@ def ensure_window_job(queue: Queue, conf: IndexNowSettings) -> str | None:
     ]
     if waiting:
         return None
-    job_id = add_to_window(queue, [], [], conf)
-    logger.info(
-        "IndexNow window job scheduled queue=%s job=%s: URLs were pending", queue.name, job_id
-    )
-    return job_id
+    window = window_of(time.time(), conf)
+    for candidate in (window, window + 1):
+        mark = queue.connection.get(_window_mark_key(queue.name, candidate))
+        if mark in (b"started", "started"):
+            continue
+        queue.connection.set(
+            _window_mark_key(queue.name, candidate),
+            "scheduled",
+            ex=_mark_ttl(candidate, time.time(), conf),
+        )
+        job = _schedule_window(queue, candidate, conf)
+        if job is not None:
+            logger.info(
+                "IndexNow window job scheduled queue=%s job=%s: URLs were pending",
+                queue.name,
+                job.id,
+            )
+            return str(job.id)
+    return None

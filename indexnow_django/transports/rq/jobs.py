@@ -3,7 +3,8 @@
 :func:`deliver` is the job (enqueued under its stable path
 ``indexnow_django.jobs.deliver``): it runs the delivery core
 (:func:`indexnow_django.delivery.run.run_delivery`) on the parcel its arguments
-carry, with :class:`RQCarrier` for what the core gives back (retries through
+carry, with the transport (:class:`~indexnow_django.transports.rq.RQTransport`) for
+what the core gives back (retries through
 rq's scheduler, held and left POSTs), a heartbeat while it sends, and a
 deadline before its timeout after which it hands what is left to a new job
 (:func:`~indexnow_django.delivery.run.hand_over_after`).
@@ -36,6 +37,7 @@ from ...delivery.parcel import Parcel, Runner, running
 from ...delivery.run import hand_over_after, run_delivery
 from ...exceptions import RetriesExhausted, SubmissionRejected
 from ...protocol.client import Outcome, PostResult
+from . import RQTransport
 from .queue import (
     META_ATTEMPT,
     META_BATCH_ID,
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RQCarrier", "deliver", "deliver_window", "resend_orphans", "resend_stranded"]
+__all__ = ["deliver", "deliver_window", "resend_orphans", "resend_stranded"]
 
 
 def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
@@ -118,7 +120,7 @@ def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
             return run_delivery(
                 parcel,
                 conf=conf,
-                carrier=RQCarrier(conf),
+                carrier=RQTransport(conf),
                 # Called by hand (no worker): wait for the throttle rather than defer.
                 wait=job is None,
                 deadline=_hand_over_at(job, conf),
@@ -128,67 +130,6 @@ def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
             job.meta[META_FAILED_AT] = parcel.attempt  # a requeue starts over
             job.save_meta()  # type: ignore[no-untyped-call]
         raise
-
-
-class RQCarrier:
-    """Later deliveries as new rq jobs on the queue, through rq's scheduler."""
-
-    again = "Requeue the job to try again."
-
-    def __init__(self, conf: IndexNowSettings, queue: Queue | None = None) -> None:
-        self.conf = conf
-        self._queue = queue
-
-    @property
-    def queue(self) -> Queue:
-        if self._queue is None:
-            self._queue = get_queue(self.conf)
-        return self._queue
-
-    def cannot_defer(self) -> str | None:
-        from django.conf import settings
-
-        if self._queue is None and self.conf.queue_name not in getattr(settings, "RQ_QUEUES", {}):
-            # deliver() called by hand on a site without the queue: it waits instead.
-            return f"queue {self.conf.queue_name!r} is not in RQ_QUEUES"
-        if self.queue.is_async:
-            return None
-        return (
-            f"queue {self.queue.name!r} runs jobs synchronously (ASYNC: False) and cannot "
-            "delay a job"
-        )
-
-    def send_later(self, parcel: Parcel, delay: float) -> str:
-        return str(enqueue_delivery(self.queue, parcel, delay=delay, conf=self.conf).id)
-
-    def put_back(self, parcel: Parcel, delay: float) -> str:
-        """Into the outbox of its engine (:mod:`.coalesce`), due in ``delay`` seconds, where
-        it goes out with whatever else waits for that engine; a job of its own when
-        ``QUEUE["COALESCE"]`` is 0, the parcel ignores the debounce store, or it is a
-        retry (an outbox keeps no attempt count: merged there, a retry would start its
-        count over, and an engine that fails for ever would be asked for ever)."""
-        if (
-            self.conf.queue_coalesce <= 0
-            or parcel.force
-            or parcel.attempt > 1
-            or not self.queue.is_async
-        ):
-            return self.send_later(parcel, delay)
-        from .coalesce import add_to_window
-
-        engines = parcel.engines or (None,)
-        job_ids = [
-            add_to_window(
-                self.queue,
-                parcel.urls,
-                parcel.gone,
-                self.conf,
-                engine=engine,
-                due=time.time() + delay,
-            )
-            for engine in engines
-        ]
-        return job_ids[-1]
 
 
 def _hand_over_at(job: Job | None, conf: IndexNowSettings) -> float | None:
@@ -206,11 +147,12 @@ def deliver_window(window: int) -> dict[str, Any]:
     """
     from rq import get_current_job
 
-    from .coalesce import take_pending
+    from .coalesce import take_pending, window_started
 
     conf = get_settings()
     queue = get_queue(conf)
     job = get_current_job()
+    window_started(queue, window, conf)
     with _alive_while_sending(job, conf):
         deliveries, count = take_pending(queue, conf)
     if not deliveries:

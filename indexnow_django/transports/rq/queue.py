@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ...compat.rq import forget_taken, taken_not_started
 from ...conf import IndexNowSettings
 from ...delivery.parcel import Parcel
 from ..heartbeat import beating, heartbeat_ttl
@@ -368,45 +369,28 @@ def orphaned_jobs(queue: Queue) -> list[Job]:
     ]
 
 
-#: Put a job that a worker took (rq's intermediate queue) back at the front of its
-#: queue, only if it is still there: two workers cannot both put it back.
-_PUT_BACK_SCRIPT = """
-if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
-    redis.call('LPUSH', KEYS[2], ARGV[1])
-    return 1
-end
-return 0
-"""
-
-
 def stranded_jobs(queue: Queue) -> list[Job]:
     """Put back on ``queue`` the delivery jobs a worker took but never started; return them.
 
-    rq moves a job it dequeues to the queue's intermediate queue
-    (``rq:queue:<name>:intermediate``) and, a moment later, to the started job
-    registry. A worker that could not write that (Redis out of memory, a
-    connection lost at that moment) leaves the job there, neither started nor
-    failed: rq's maintenance fails it a minute later at the soonest (it runs
-    every 10 minutes), and never runs it. A job seen there, not started, for
-    :func:`heartbeat_ttl` seconds is put back at the front of the queue by
-    whichever worker looks first; it never ran, so it is no attempt. Raises on
-    Redis errors (a Redis still refusing writes: the next look tries again).
+    rq moves a job it dequeues to the queue's intermediate queue and, a moment
+    later, to the started job registry. A worker that could not write that
+    (Redis out of memory, a connection lost at that moment) leaves the job
+    there, neither started nor failed: rq's maintenance fails it a minute later
+    at the soonest (it runs every 10 minutes), and never runs it. A job seen
+    there, not started, for :func:`heartbeat_ttl` seconds is put back at the
+    front of the queue (rq's ``enqueue_job``) by whichever worker claims it
+    first; it never ran, so it is no attempt. Raises on Redis errors (a Redis
+    still refusing writes: the next look tries again).
     """
     from rq.job import JobStatus
 
-    connection = queue.connection
-    key = queue.intermediate_queue_key
-    ids = [
-        raw.decode() if isinstance(raw, bytes) else str(raw)
-        for raw in connection.lrange(key, 0, -1)
-    ]
+    ids = taken_not_started(queue)
     if not ids:
         return []
-    started = set(queue.started_job_registry.get_job_ids())
-    candidates = [job_id for job_id in ids if job_id not in started]
+    connection = queue.connection
     now = time.time()
     put_back = []
-    for job in queue.job_class.fetch_many(candidates, connection=connection):
+    for job in queue.job_class.fetch_many(ids, connection=connection):
         if job is None or not is_delivery(job):
             continue
         if job.get_status(refresh=False) != JobStatus.QUEUED:
@@ -417,9 +401,12 @@ def stranded_jobs(queue: Queue) -> list[Job]:
         seen = connection.get(seen_key)
         if seen is None or now - float(seen) < heartbeat_ttl():
             continue
-        if connection.eval(_PUT_BACK_SCRIPT, 2, key, queue.key, job.id):
-            connection.delete(seen_key)
-            put_back.append(job)
+        if not connection.set(f"indexnow:put-back:{job.id}", "1", nx=True, ex=600):
+            continue  # another worker puts it back
+        queue.enqueue_job(job, at_front=True)
+        forget_taken(queue, job.id)
+        connection.delete(seen_key)
+        put_back.append(job)
     return put_back
 
 

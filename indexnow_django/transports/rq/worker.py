@@ -86,6 +86,10 @@ class UnitOfWorkMixin:
     waiting worker consults each time it stops waiting: the wait is cut to
     :data:`SWEEP_EVERY` seconds, and the hook runs rq's own maintenance only
     when rq asks for it.
+
+    Every member of rq's ``Worker`` it overrides is listed, with why, in
+    :data:`indexnow_django.compat.rq.WORKER_HOOKS`, which ``tests/test_compat.py``
+    checks against the installed rq.
     """
 
     #: What the checks look for in the configured worker class (see :func:`.wiring.is_wired`).

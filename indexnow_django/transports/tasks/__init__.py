@@ -13,7 +13,8 @@ cannot take a flush, the URLs are sent from the web process.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ... import compat
 from ...compat.tasks import is_rq_backend
@@ -31,7 +32,11 @@ from .enqueue import (
 )
 
 if TYPE_CHECKING:
+    from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
+
+    from ...conf import Problem
+    from ...findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
@@ -60,7 +65,6 @@ class TasksTransport(Transport):
     """Parcels as ``django.tasks`` tasks (see the module)."""
 
     name = "tasks"
-    package = __name__
 
     @property
     def forks_per_delivery(self) -> bool:  # type: ignore[override]
@@ -109,6 +113,29 @@ class TasksTransport(Transport):
 
     def cannot_defer(self) -> str | None:
         return cannot_defer(self.conf)
+
+    def send_later(self, parcel: Parcel, delay: float) -> str:
+        return enqueue_delivery(parcel, delay=delay, conf=self.conf)
+
+    put_back = send_later
+
+    # ------------------------------------------------------------ the operator's side
+
+    def diagnose(self, diag: Diagnosis) -> list[str]:
+        from .diagnose import diagnose
+
+        return diagnose(diag, self.conf)
+
+    def checks(self) -> list[CheckMessage]:
+        from .checks import system_checks
+
+        return system_checks(self.conf)
+
+    @classmethod
+    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
+        from .checks import settings_problems
+
+        return settings_problems(conf)
 
     def schedule_publication(self, publication: Publication) -> str | None:
         return schedule_publication(publication, self.conf)

@@ -42,6 +42,7 @@ __all__ = [
     "DELIVERY_TASK",
     "PUBLISH_TASK",
     "SWEEP_TASK",
+    "TASK_QUEUE_PREFIX",
     "backend",
     "build_tasks",
     "cannot_defer",
@@ -55,6 +56,11 @@ __all__ = [
     "schedule_publication",
     "worker_marks",
 ]
+
+#: The start of :attr:`~indexnow_django.models.Delivery.queue` for a POST sent by a
+#: delivery task: the row's ``job_id`` is then the task's id, the rest the task's backend
+#: alias (the task's runner says so, see :class:`~indexnow_django.delivery.parcel.Runner`).
+TASK_QUEUE_PREFIX = "task:"
 
 #: The dotted paths tasks carry (a task's ``module_path``). Tasks already enqueued
 #: name them: they must stay importable under these paths.

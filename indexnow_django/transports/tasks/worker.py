@@ -2,7 +2,8 @@
 delivery tasks of dead workers sent again.
 
 :func:`deliver_task` runs :func:`indexnow_django.delivery.run.run_delivery`, the same
-delivery as the rq job; only its carrier differs (:class:`TasksCarrier`): a retryable
+delivery as the rq job; only the transport that carries what it gives back differs
+(:class:`~indexnow_django.transports.tasks.TasksTransport`): a retryable
 answer becomes a new task for just those URLs and engines with ``run_after``
 (``Retry-After``, else the backoff), when the backend ``supports_defer``; a final
 rejection or the last attempt ends the task FAILED with the engine's answer and the
@@ -43,15 +44,15 @@ from django.utils import timezone
 
 from ...compat.tasks import tasks_framework
 from ...conf import IndexNowSettings, get_settings
-from ...delivery.history import TASK_QUEUE_PREFIX
 from ...delivery.parcel import Parcel, Runner, running
 from ...delivery.run import run_delivery
 from ..heartbeat import beating, heartbeat_ttl, sweep_every
+from . import TasksTransport
 from .enqueue import (
     DELIVERY_TASK,
     SWEEP_TASK,
+    TASK_QUEUE_PREFIX,
     backend,
-    cannot_defer,
     enqueue_delivery,
     is_database,
     make_task,
@@ -59,7 +60,7 @@ from .enqueue import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TasksCarrier", "deliver_task", "resend_orphans", "schedule_sweep", "sweep_task"]
+__all__ = ["deliver_task", "resend_orphans", "schedule_sweep", "sweep_task"]
 
 
 def deliver_task(context: Any, urls: list[str], **carried: Any) -> dict[str, Any]:
@@ -73,25 +74,8 @@ def deliver_task(context: Any, urls: list[str], **carried: Any) -> dict[str, Any
         _keep_sweeping(conf)
     with running(runner), _heartbeat(task_result):
         return run_delivery(
-            Parcel.from_call((urls,), carried), conf=conf, carrier=TasksCarrier(conf)
+            Parcel.from_call((urls,), carried), conf=conf, carrier=TasksTransport(conf)
         )
-
-
-class TasksCarrier:
-    """Retries and held POSTs as new delivery tasks with ``run_after``."""
-
-    again = "Submit its URLs again (the history's Send again, or manage.py indexnow_submit)."
-
-    def __init__(self, conf: IndexNowSettings) -> None:
-        self.conf = conf
-
-    def cannot_defer(self) -> str | None:
-        return cannot_defer(self.conf)
-
-    def send_later(self, parcel: Parcel, delay: float) -> str:
-        return enqueue_delivery(parcel, delay=delay, conf=self.conf)
-
-    put_back = send_later
 
 
 # --------------------------------------------------------------------------- dead workers
