@@ -183,6 +183,20 @@ class Transport:
         )
         return why, hint
 
+    def cannot_record_crawls(self) -> tuple[str, str] | None:
+        """``(why, hint)`` when this transport's workers do not record crawl receipts
+        (``indexnow.W050``): the fetches web processes notice wait in the queue's Redis for
+        rq's worker of this app, which verifies and records them."""
+        from .rq.wiring import WORKER_CLASS_LINE
+
+        why = f"dispatch does not go to rq's queue (DISPATCH is {self.conf.dispatch!r})"
+        hint = (
+            f"Crawl receipts are kept in the Redis of QUEUE['NAME'] and recorded by rq's "
+            f"worker: put {self.conf.queue_name!r} in RQ_QUEUES, use DISPATCH 'auto' or "
+            f"'queue', and run the worker with {WORKER_CLASS_LINE}."
+        )
+        return why, hint
+
     def publication_state(self, publication: Publication) -> str:
         """Where ``publication`` stands, for ``indexnow_explain``."""
         return "cannot be scheduled: DISPATCH is synchronous (check indexnow.W003)"

@@ -194,6 +194,16 @@ class RQTransport(Transport):
     def cannot_schedule(self) -> tuple[str, str] | None:
         return None
 
+    def cannot_record_crawls(self) -> tuple[str, str] | None:
+        from .wiring import WORKER_CLASS_LINE, is_wired
+
+        if is_wired():
+            return None
+        return (
+            "rq's worker class is not this app's",
+            f"Add {WORKER_CLASS_LINE}: its workers record the crawl receipts.",
+        )
+
     def publication_state(self, publication: Publication) -> str:
         try:
             from rq.job import Job
