@@ -37,9 +37,9 @@ from django.utils.translation import ngettext
 from .compat import admin_markup
 from .conf import IndexNowSettings, get_settings
 from .entries import read_pasted
-from .health import trouble
 from .models import Delivery
-from .report import freshness
+from .ops.health import trouble
+from .ops.report import freshness
 from .runs import send_urls
 
 if TYPE_CHECKING:

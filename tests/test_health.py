@@ -15,9 +15,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from indexnow_django import health
 from indexnow_django.conf import get_settings
 from indexnow_django.dispatch import dispatch
+from indexnow_django.ops import health
 from indexnow_django.protocol.client import endpoint_name
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests.conftest import make_delivery

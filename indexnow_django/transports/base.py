@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
 
     from ..conf import IndexNowSettings, Problem
-    from ..findings import Diagnosis
+    from ..ops.findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
@@ -220,7 +220,7 @@ class Transport:
         if self.package is not None:
             found: list[str] = import_module(f"{self.package}.diagnose").diagnose(diag, self.conf)
             return found
-        from ..findings import Status
+        from ..ops.findings import Status
 
         diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
         return []

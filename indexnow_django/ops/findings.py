@@ -1,6 +1,6 @@
 """What ``manage.py indexnow_check`` reports: findings, each OK, WARN or FAIL, in sections.
 
-:class:`Diagnosis` gathers them (:mod:`indexnow_django.diagnostics` and each transport's
+:class:`Diagnosis` gathers them (:mod:`indexnow_django.ops.diagnostics` and each transport's
 own sections, :meth:`indexnow_django.transports.Transport.diagnose`); the command prints
 them for a person or as JSON for monitoring.
 """
@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conf import KEY_RE
-from .protocol.client import excerpt
-from .protocol.masking import mask_key
+from ..conf import KEY_RE
+from ..protocol.client import excerpt
+from ..protocol.masking import mask_key
 
 __all__ = [
     "CHECK_SECTIONS",
