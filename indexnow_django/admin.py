@@ -36,11 +36,11 @@ from django.utils.translation import ngettext
 
 from .compat import admin_markup
 from .conf import IndexNowSettings, get_settings
-from .entries import read_pasted
+from .manual.entries import read_pasted
+from .manual.runs import send_urls
 from .models import Delivery
 from .ops.health import trouble
 from .ops.report import freshness
-from .runs import send_urls
 
 if TYPE_CHECKING:
     from django.db.models import Model

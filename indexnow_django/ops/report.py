@@ -295,9 +295,9 @@ def _owners(urls: set[str], conf: IndexNowSettings) -> dict[str, str]:
 def _current_urls(conf: IndexNowSettings) -> Iterator[tuple[str, str]]:
     from django.apps import apps
 
+    from ..manual.sources import model_entries
     from ..protocol.normalize import InvalidURL, normalize_url
     from ..registry import registry
-    from ..sources import model_entries
 
     for model in sorted(registry, key=lambda model: model._meta.label):
         label = model._meta.label
