@@ -124,7 +124,7 @@ def child_model(args: argparse.Namespace) -> dict[str, Any]:
     from django.test.utils import CaptureQueriesContext
 
     from indexnow_django import ModelIndexNow, batch
-    from indexnow_django.registry import register, unregister
+    from indexnow_django.registration.registry import register, unregister
     from tests.testapp.models import Untracked
 
     class UntrackedIndexNow(ModelIndexNow):

@@ -21,8 +21,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .collector import batch, submit
-    from .queryset import IndexNowQuerySet, IndexNowQuerySetMixin, submit_objects
-    from .registry import ModelIndexNow, register
+    from .registration.queryset import IndexNowQuerySet, IndexNowQuerySetMixin, submit_objects
+    from .registration.registry import ModelIndexNow, register
     from .tracking.raw import count_raw_saves
     from .tracking.watch import watch
 
@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 _LAZY = {
     "batch": "collector",
     "submit": "collector",
-    "ModelIndexNow": "registry",
-    "register": "registry",
-    "IndexNowQuerySet": "queryset",
-    "IndexNowQuerySetMixin": "queryset",
-    "submit_objects": "queryset",
+    "ModelIndexNow": "registration.registry",
+    "register": "registration.registry",
+    "IndexNowQuerySet": "registration.queryset",
+    "IndexNowQuerySetMixin": "registration.queryset",
+    "submit_objects": "registration.queryset",
     "watch": "tracking.watch",
     "count_raw_saves": "tracking.raw",
 }

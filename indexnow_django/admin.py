@@ -699,7 +699,7 @@ class IndexNowAdminMixin:
     def indexnow_context(self, request: HttpRequest, obj: Model) -> dict[str, Any] | None:
         """What the change page shows about ``obj``, or ``None`` to show nothing."""
         from .delivery.history import last_accepted
-        from .registry import get_registration
+        from .registration.registry import get_registration
 
         options = get_registration(type(obj))
         if options is None or not request.user.has_module_perms("indexnow"):
@@ -725,7 +725,7 @@ class IndexNowAdminMixin:
 
     def indexnow_submit_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: send the object's current URLs now; then back to its change page."""
-        from .registry import get_registration
+        from .registration.registry import get_registration
 
         model_admin: Any = self
         if request.method != "POST":
@@ -783,7 +783,7 @@ def _object_urls(options: Any, obj: Model, *, public: bool = False) -> list[str]
     """The object's current URLs in every language, absolute and normalized (``public``:
     only those of the languages it is public in); ``[]`` when they cannot be computed."""
     from .delivery.send import clean_urls
-    from .languages import in_language
+    from .registration.languages import in_language
 
     conf = _settings_or_none()
     if conf is None:

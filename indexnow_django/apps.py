@@ -12,12 +12,13 @@ class IndexNowConfig(AppConfig):
     verbose_name = "IndexNow"
 
     def ready(self) -> None:
-        from . import checks, collector, conf, languages, registry, tracking
+        from . import checks, collector, conf, tracking
+        from .registration import languages, registry
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
         setting_changed.connect(
-            languages.clear_cache, dispatch_uid="indexnow_django.languages.clear_cache"
+            languages.clear_cache, dispatch_uid="indexnow_django.registration.languages.clear_cache"
         )
         registry.autodiscover()
         tracking.connect()

@@ -269,7 +269,7 @@ def check_key_file_url(
 
 
 def register_checks() -> None:
-    from .registry import (
+    from .registration.registry import (
         check_languages,  # indexnow.E030
         check_registrations,  # indexnow.E031, indexnow.W031
     )

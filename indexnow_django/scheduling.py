@@ -16,7 +16,7 @@ successful no-op). Otherwise it submits the object's *current* URLs through
 the normal delivery (a unit of work, so ``dispatch`` with its retries); a
 temporary engine failure is retried there, never by this job. On a site whose
 URLs carry the language, "current URLs" are those of every language the object
-is public in then (:mod:`indexnow_django.languages`).
+is public in then (:mod:`indexnow_django.registration.languages`).
 
 With ``DISPATCH: "tasks"`` the publication is a ``django.tasks`` task with
 ``run_after`` at that moment, carrying the same three values and judged by the
@@ -47,7 +47,7 @@ from .transports.base import Publication, whole_seconds
 if TYPE_CHECKING:
     from django.db import models
 
-    from .registry import ModelIndexNow
+    from .registration.registry import ModelIndexNow
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def publish(label: str, pk: Any, timestamp: int) -> str:
     object gone, its time moved, not public, no URLs) returns without sending.
     """
     from .collector import batch, submit
-    from .registry import get_registration
+    from .registration.registry import get_registration
 
     publication = Publication(label, pk, timestamp)
     try:
@@ -171,7 +171,7 @@ def check_scheduling(
     conf = get_settings(resolve_hosts=False)
     if not conf.enabled:
         return []
-    from .registry import registry
+    from .registration.registry import registry
 
     labels = sorted(model._meta.label for model, options in registry.items() if options.publish_at)
     if not labels:

@@ -24,9 +24,9 @@ from django.utils import timezone
 
 import indexnow_django
 from indexnow_django import ModelIndexNow, batch, register, tracking
-from indexnow_django import registry as registry_module
 from indexnow_django.exceptions import RegistrationError
-from indexnow_django.registry import get_registration, registry, unregister
+from indexnow_django.registration import registry as registry_module
+from indexnow_django.registration.registry import get_registration, registry, unregister
 from indexnow_django.tracking.state import LOADED
 from tests.needs import AT_ONCE
 from tests.testapp.indexnow import PostIndexNow, RestaurantIndexNow

@@ -27,8 +27,8 @@ from .entries import Entry
 if TYPE_CHECKING:
     from django.db.models import Model
 
-    from ..languages import LanguageState
-    from ..registry import ModelIndexNow
+    from ..registration.languages import LanguageState
+    from ..registration.registry import ModelIndexNow
 
 __all__ = [
     "MODEL_CHUNK_SIZE",

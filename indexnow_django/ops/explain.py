@@ -26,9 +26,9 @@ from django.db import models
 from django.utils import timezone, translation
 
 from ..conf import IndexNowSettings
-from ..languages import in_language
 from ..protocol.masking import mask_key, mask_url
 from ..protocol.normalize import InvalidURL, foreign_host_reason, host_of, normalize_url
+from ..registration.languages import in_language
 from ..transports import chosen
 
 __all__ = ["ExplainError", "explain"]

@@ -297,7 +297,7 @@ def _current_urls(conf: IndexNowSettings) -> Iterator[tuple[str, str]]:
 
     from ..manual.sources import model_entries
     from ..protocol.normalize import InvalidURL, normalize_url
-    from ..registry import registry
+    from ..registration.registry import registry
 
     for model in sorted(registry, key=lambda model: model._meta.label):
         label = model._meta.label

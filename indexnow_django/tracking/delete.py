@@ -15,7 +15,7 @@ from django.utils import timezone
 from ..collector import GoneURL, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
-from ..registry import plan_for
+from ..registration.registry import plan_for
 from .outcome import failed, see
 from .state import child_row, children, info_of, loaded, rebuild, state, stored_values
 

@@ -20,13 +20,13 @@ from django.utils import timezone
 
 from ..collector import GoneURL, collect_on_commit, hand_over
 from ..compat import thread_connection
-from ..languages import combined, languages_for
+from ..registration.languages import combined, languages_for
 from .state import Standing, rebuild
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 #: Every module of the package logs as ``indexnow_django.tracking``.
 logger = logging.getLogger(__package__)

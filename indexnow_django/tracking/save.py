@@ -34,7 +34,7 @@ from django.utils import timezone
 from ..collector import LATER_LIMIT, current, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
-from ..registry import plan_for
+from ..registration.registry import plan_for
 from .outcome import DRAFT, Seen, change, failed, outcome, see
 from .raw import ignored
 from .state import (
@@ -62,7 +62,7 @@ from .state import (
 from .watch import Watch, watched
 
 if TYPE_CHECKING:
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 __all__ = ["after_save", "before_save", "fields_changed", "settle", "urls_of_save"]
 

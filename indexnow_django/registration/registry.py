@@ -27,7 +27,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
-from .exceptions import RegistrationError
+from ..exceptions import RegistrationError
 
 if TYPE_CHECKING:
     from .languages import LanguageState
@@ -60,7 +60,7 @@ class ModelIndexNow:
     #: Name of a ``DateTimeField`` (or ``DateField``) holding the publication time.
     #: ``None``: no publication time.
     publish_at: str | None = None
-    #: The languages whose URLs are submitted (:mod:`indexnow_django.languages`):
+    #: The languages whose URLs are submitted (:mod:`indexnow_django.registration.languages`):
     #: ``None`` follows the URLconf (every language of ``settings.LANGUAGES`` when
     #: ``ROOT_URLCONF`` uses ``i18n_patterns``, else the active one); a list of
     #: language codes narrows that; ``"all"``: every language whatever the URLconf;
@@ -131,7 +131,7 @@ class ModelIndexNow:
         self, obj: Any, languages: Sequence[str], now: datetime.datetime | None = None
     ) -> list[LanguageState]:
         """``obj`` in each of ``languages``: published, its publication time, public, its
-        URLs (see :mod:`indexnow_django.languages`)."""
+        URLs (see :mod:`indexnow_django.registration.languages`)."""
         from .languages import LanguageState, in_language
 
         if now is None:
@@ -360,7 +360,7 @@ def field_of_related_rows(model: type[models.Model], name: str) -> tuple[str, st
     """``(relation, attname)`` when ``name``, not a field of ``model``, is a field of the
     rows of one of its relations that belong to it: django-parler's translated fields
     (``"slug"`` of ``translations``). ``None`` otherwise."""
-    from .compat import parler_translations
+    from ..compat import parler_translations
 
     for relation, translated in parler_translations(model):
         if name in translated:
@@ -376,7 +376,7 @@ def _related(
     listed: dict[str, set[str]],
     unknown: list[str],
 ) -> tuple[Related, ...]:
-    from .compat import parler_translations
+    from ..compat import parler_translations
 
     names = list(dict.fromkeys([*(r for r, _f in parler_translations(model)), *options.related]))
     found: list[Related] = []
