@@ -202,7 +202,7 @@ urlpatterns: list[Any] = []
 def child_request(args: argparse.Namespace, with_app: bool, flush: bool = True) -> dict[str, Any]:
     configure(with_app=with_app, db=args.db, dispatch=args.dispatch)
     if not flush:
-        from indexnow_django import dispatch
+        from indexnow_django.units import dispatch
 
         dispatch.dispatch = lambda urls, **kwargs: None
     from django.core.handlers.wsgi import WSGIHandler

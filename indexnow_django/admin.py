@@ -5,7 +5,7 @@ Everything here is for staff with the app's permissions: seeing deliveries
 needs ``indexnow.view_delivery``, the "Send again" action
 ``indexnow.send_again``, the "Submit URLs" page and the "Submit now" button
 ``indexnow.submit_urls``. Sending goes through the normal pipeline
-(:func:`indexnow_django.dispatch.dispatch`, ignoring the debounce store), so
+(:func:`indexnow_django.units.dispatch.dispatch`, ignoring the debounce store), so
 the settings decide whether a job is queued or the URLs are sent after the
 response.
 """

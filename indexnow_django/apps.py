@@ -12,8 +12,9 @@ class IndexNowConfig(AppConfig):
     verbose_name = "IndexNow"
 
     def ready(self) -> None:
-        from . import checks, collector, conf, tracking
+        from . import checks, conf, tracking
         from .registration import languages, registry
+        from .units import collector
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")

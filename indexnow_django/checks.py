@@ -273,7 +273,7 @@ def register_checks() -> None:
         check_languages,  # indexnow.E030
         check_registrations,  # indexnow.E031, indexnow.W031
     )
-    from .scheduling import check_scheduling  # indexnow.W003
+    from .units.scheduling import check_scheduling  # indexnow.W003
 
     checks.register(check_settings, "indexnow")
     checks.register(check_wiring, "indexnow")

@@ -390,7 +390,7 @@ def send_urls(
     ``HttpResponse``), a synchronous send runs after it has gone out. The admin's
     "Send again" and "Submit URLs" send so."""
     from ..delivery.send import chunked
-    from ..dispatch import dispatch
+    from ..units.dispatch import dispatch
 
     seen: dict[str, None] = dict.fromkeys(url for url in urls if url)
     for chunk in chunked(seen, conf.max_urls):

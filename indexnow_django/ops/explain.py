@@ -284,7 +284,7 @@ def _scheduled(
     """The scheduled submission that waits for the object's ``publish_at``, if any."""
     if when is None:
         return None
-    from ..scheduling import Publication, whole_seconds
+    from ..units.scheduling import Publication, whole_seconds
 
     publication = Publication(model._meta.label, obj.pk, whole_seconds(when))
     found: dict[str, Any] = {"at": publication.at.isoformat(), "job_id": publication.job_id}

@@ -3,8 +3,8 @@
 Which models are tracked, and how their objects map to URLs, is
 :mod:`indexnow_django.registration.registry`'s concern; this package turns their changes
 into URLs (see the change table in the docs) and hands them to the current
-unit of work (:mod:`indexnow_django.collector`). A published object whose
-``publish_at`` is still to come is handed to :mod:`indexnow_django.scheduling`.
+unit of work (:mod:`indexnow_django.units.collector`). A published object whose
+``publish_at`` is still to come is handed to :mod:`indexnow_django.units.scheduling`.
 
 "Before" is the stored row, at no cost on the read path: each tracked object
 keeps the row it was loaded or last saved with in its

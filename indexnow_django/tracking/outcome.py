@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, collect_on_commit, hand_over
 from ..compat import thread_connection
 from ..registration.languages import combined, languages_for
+from ..units.collector import GoneURL, collect_on_commit, hand_over
 from .state import Standing, rebuild
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def outcome(
     if old.urls != after.urls:  # URLs are only ever seen for an object public somewhere
         urls.extend([GoneURL(u) for u in old.urls if u not in after.urls])
     if after.published and after.when is not None and not after.public:  # still to come
-        from ..scheduling import schedule
+        from ..units.scheduling import schedule
 
         schedule(plan.options, saved, after.when, using=using)
     return urls

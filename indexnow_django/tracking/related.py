@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registration.registry import Related, plan_for
+from ..units.collector import GoneURL, hand_over
 from .outcome import Seen, failed, open_change, see
 from .raw import ignored
 from .state import state

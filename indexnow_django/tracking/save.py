@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db import models
 from django.utils import timezone
 
-from ..collector import LATER_LIMIT, current, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registration.registry import plan_for
+from ..units.collector import LATER_LIMIT, current, hand_over
 from .outcome import DRAFT, Seen, change, failed, outcome, see
 from .raw import ignored
 from .state import (

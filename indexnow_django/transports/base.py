@@ -1,6 +1,6 @@
 """What every transport does: the protocol the rest of the package asks, and the values it carries.
 
-A transport takes a flush's parcel from :func:`indexnow_django.dispatch.dispatch`
+A transport takes a flush's parcel from :func:`indexnow_django.units.dispatch.dispatch`
 (:meth:`Transport.take_flush`), carries parcels to whatever runs them
 (:meth:`Transport.enqueue`, and :meth:`Transport.send_later` for what a running
 delivery gives back: retries, held and left POSTs), schedules publications, and
@@ -106,7 +106,7 @@ class Transport:
     forks_per_delivery: ClassVar[bool] = False
     #: Its workers send the URLs kept in the database (:mod:`indexnow_django.delivery.pending`);
     #: otherwise the first flush of a process with valid settings sends those that
-    #: invalid settings kept (:func:`indexnow_django.dispatch.dispatch`).
+    #: invalid settings kept (:func:`indexnow_django.units.dispatch.dispatch`).
     workers_send_kept: ClassVar[bool] = False
 
     def __init__(self, conf: IndexNowSettings) -> None:

@@ -40,8 +40,9 @@ logger = logging.getLogger("indexnow_django.dispatch")
 
 __all__ = ["PUBLISH_FUNC", "RQTransport"]
 
-#: The dotted path scheduled publications' jobs carry.
-PUBLISH_FUNC = "indexnow_django.scheduling.publish"
+#: The dotted path scheduled publications' jobs carry: a stable module's, wherever the
+#: code lives (see ``indexnow_django.jobs``).
+PUBLISH_FUNC = "indexnow_django.jobs.publish"
 
 
 class RQTransport(Transport):

@@ -7,7 +7,7 @@ Celery task (see :func:`connect_celery`), or
 ``with batch(): ...``. Each has its own :class:`Collector`,
 held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
-:func:`indexnow_django.dispatch.dispatch` in one call.
+:func:`indexnow_django.units.dispatch.dispatch` in one call.
 
 A command may run for ever (a worker, a consumer loop, a shell), so a command
 holds URLs for :data:`COMMAND_HOLD` seconds at most: a timer flushes what it
@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from .compat import PendingCallback, run_commands_in
-from .conf import is_enabled
+from ..compat import PendingCallback, run_commands_in
+from ..conf import is_enabled
 
 if TYPE_CHECKING:
     from django.core.management.base import BaseCommand
@@ -526,13 +526,13 @@ def connect_tasks() -> None:
     """Make every ``django.tasks`` task a unit of work, flushed when it ends, whichever
     backend runs it (a worker, the ImmediateBackend in a script), through the
     framework's ``task_started`` and ``task_finished`` signals."""
-    from .compat.tasks import tasks_framework
+    from ..compat.tasks import tasks_framework
 
     framework = tasks_framework()
     if framework is None:
         return
     for module in framework.signal_modules:
-        uid = f"indexnow_django.collector.{module.__name__}"
+        uid = f"indexnow_django.units.collector.{module.__name__}"
         module.task_started.connect(_task_started, dispatch_uid=f"{uid}.started")
         module.task_finished.connect(_task_finished, dispatch_uid=f"{uid}.finished")
 
@@ -557,7 +557,7 @@ def connect_celery() -> None:
         return
     from celery import signals as celery_signals
 
-    uid = "indexnow_django.collector.celery"
+    uid = "indexnow_django.units.collector.celery"
     celery_signals.task_prerun.connect(_celery_prerun, weak=False, dispatch_uid=f"{uid}.prerun")
     celery_signals.task_postrun.connect(_celery_postrun, weak=False, dispatch_uid=f"{uid}.postrun")
 

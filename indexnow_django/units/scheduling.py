@@ -40,14 +40,14 @@ from django.core import checks
 from django.db import transaction
 from django.utils import timezone
 
-from .conf import get_settings, validate
-from .transports import chosen
-from .transports.base import Publication, whole_seconds
+from ..conf import get_settings, validate
+from ..transports import chosen
+from ..transports.base import Publication, whole_seconds
 
 if TYPE_CHECKING:
     from django.db import models
 
-    from .registration.registry import ModelIndexNow
+    from ..registration.registry import ModelIndexNow
 
 logger = logging.getLogger(__name__)
 
@@ -122,8 +122,8 @@ def publish(label: str, pk: Any, timestamp: int) -> str:
     Returns what it did (rq keeps it as the job's result). A stale job (the
     object gone, its time moved, not public, no URLs) returns without sending.
     """
+    from ..registration.registry import get_registration
     from .collector import batch, submit
-    from .registration.registry import get_registration
 
     publication = Publication(label, pk, timestamp)
     try:
@@ -171,7 +171,7 @@ def check_scheduling(
     conf = get_settings(resolve_hosts=False)
     if not conf.enabled:
         return []
-    from .registration.registry import registry
+    from ..registration.registry import registry
 
     labels = sorted(model._meta.label for model, options in registry.items() if options.publish_at)
     if not labels:
