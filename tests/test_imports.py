@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import os
 import subprocess
 import sys
@@ -212,3 +213,50 @@ def test_importing_the_test_settings_starts_no_service():
     assert "REDIS_URL is not set" in result.stdout
     assert "python -m pytest" in result.stdout
     assert result.stdout.strip().endswith("children 0")
+
+
+def stable_paths() -> dict[str, str]:
+    """CONTRIBUTING.md's stable dotted paths: path -> who stores or imports it."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    block = text.split("<!-- stable-paths -->\n```text\n", 1)[1].split("```", 1)[0]
+    paths, said = {}, ""
+    for line in block.splitlines():
+        path, _, who = line.partition(" ")
+        said = who.strip() or said
+        paths[path] = said
+    return paths
+
+
+def resolve(path: str) -> object:
+    """What a dotted path names, as rq's workers, the task backends and Django's
+    ``import_string`` look it up: the longest importable module, then attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)
+        return found
+    raise ModuleNotFoundError(path)
+
+
+def test_the_stable_dotted_paths_import_and_resolve():
+    """What Redis, the task backends' rows and the settings name, and what users import,
+    wherever the code under it lives."""
+    paths = stable_paths()
+    assert len(paths) > 30 and "indexnow_django.jobs.publish" in paths
+    for path, who in paths.items():
+        if who.startswith("task backends"):  # bound to the backend the settings name
+            module, _, name = path.rpartition(".")
+            assert name in importlib.import_module(module).FUNCTIONS, path
+            continue
+        found = resolve(path)
+        assert found is not None, path
+        if who.startswith(("rq", "task backends")):
+            assert callable(found), f"{path} ({who}) is not callable"
+    from indexnow_django.units.scheduling import publish
+
+    assert resolve("indexnow_django.jobs.publish") is publish
+    assert resolve("indexnow_django.scheduling.publish") is publish
