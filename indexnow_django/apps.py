@@ -26,6 +26,7 @@ class IndexNowConfig(AppConfig):
         collector.install_command_units(conf.command_units_enabled())
         collector.connect_tasks()
         collector.connect_celery()
+        from . import tasks
         from .transports.tasks import build_at_start
 
-        build_at_start()
+        build_at_start(tasks.FUNCTIONS)

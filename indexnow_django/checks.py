@@ -17,6 +17,7 @@ from typing import Any
 from django.core import checks
 
 from .conf import IndexNowSettings, get_settings, validate
+from .ops.findings import StopsDelivery
 from .transports import chosen
 
 __all__ = [
@@ -34,13 +35,6 @@ __all__ = [
 
 #: The middleware that makes each request one unit of work.
 MIDDLEWARE_PATH = "indexnow_django.middleware.IndexNowMiddleware"
-
-
-class StopsDelivery(checks.Warning):
-    """A warning to ``manage.py check`` (the site itself runs) that stops delivery.
-
-    ``indexnow_check`` reports it as a failure: jobs are queued but can never run.
-    """
 
 
 def check_settings(

@@ -25,7 +25,6 @@ from urllib.parse import urljoin, urlsplit
 import requests
 from django.core import checks
 
-from ..checks import StopsDelivery
 from ..conf import IndexNowSettings, get_settings, validate
 from ..exceptions import IndexNowConfigError
 from ..protocol.client import USER_AGENT, excerpt
@@ -39,6 +38,7 @@ from .findings import (
     Diagnosis,
     Finding,
     Status,
+    StopsDelivery,
     shown,
 )
 
@@ -276,7 +276,7 @@ def _check_findings(diag: Diagnosis) -> None:
     """The findings of the system checks (``manage.py check``), each in its section.
 
     Errors fail delivery; warnings are warnings, except those that stop it
-    (:class:`~indexnow_django.checks.StopsDelivery`). Checks silenced by
+    (:class:`~indexnow_django.ops.findings.StopsDelivery`). Checks silenced by
     ``SILENCED_SYSTEM_CHECKS`` are left out here too.
     """
     for message in checks.run_checks(tags=["indexnow"]):

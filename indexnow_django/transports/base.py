@@ -11,70 +11,26 @@ the system checks and ``indexnow_check``. The delivery itself is the core's
 
 from __future__ import annotations
 
-import datetime
-import hashlib
 import logging
-import math
-import re
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..delivery.inprocess import after_response, send_in_process
 from ..delivery.parcel import Parcel
+from .publication import Publication, whole_seconds
 
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
-    from ..conf import IndexNowSettings, Problem
+    from ..conf import IndexNowSettings
     from ..ops.findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
 
 __all__ = ["Enqueued", "Publication", "Transport", "whole_seconds"]
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def whole_seconds(when: datetime.datetime) -> int:
-    """``when`` as a POSIX timestamp, rounded *up* to a whole second.
-
-    Queues schedule to the second; rounding up means a publication never fires
-    before the object is public.
-    """
-    return math.ceil(when.timestamp())
-
-
-@dataclass(frozen=True)
-class Publication:
-    """One object due to become public at one moment: all a scheduled job carries."""
-
-    label: str
-    pk: Any
-    timestamp: int
-
-    @property
-    def at(self) -> datetime.datetime:
-        """The moment, as an aware UTC datetime."""
-        return datetime.datetime.fromtimestamp(self.timestamp, tz=datetime.timezone.utc)
-
-    @property
-    def job_id(self) -> str:
-        """``indexnow-publish-<model>-<pk>-<timestamp>-<digest>``, only ``[A-Za-z0-9_-]``.
-
-        The readable part may be shortened or lose characters rq does not
-        allow; the digest of the exact three values keeps ids distinct.
-        """
-        digest = hashlib.sha256(f"{self.label}\n{self.pk!r}\n{self.timestamp}".encode()).hexdigest()
-        model = _UNSAFE.sub("_", self.label.lower())
-        pk = _UNSAFE.sub("_", str(self.pk))[:40]
-        return f"indexnow-publish-{model}-{pk}-{self.timestamp}-{digest[:12]}"
-
-    def __str__(self) -> str:
-        return f"model={self.label} pk={self.pk} at={self.at.isoformat()}"
 
 
 @dataclass(frozen=True)
@@ -207,8 +163,9 @@ class Transport:
 
     # ------------------------------------------------------------ the operator's side
     # A transport with a queue or a backend has a package of its own (``package``), whose
-    # ``checks`` module holds ``system_checks(conf)`` and ``settings_problems(conf)``, and
-    # whose ``diagnose`` module holds ``diagnose(diag, conf)``; imported when asked.
+    # ``checks`` module holds ``system_checks(conf)``, and whose ``diagnose`` module holds
+    # ``diagnose(diag, conf)``; imported when asked. (What its settings need of its own
+    # app's settings is the settings' to validate: :mod:`indexnow_django.conf.dispatch`.)
 
     #: The package of the transport's ``checks`` and ``diagnose`` modules (``None``: it
     #: has none, as the in-process transport).
@@ -230,14 +187,4 @@ class Transport:
         if self.package is None:
             return []
         found: list[CheckMessage] = import_module(f"{self.package}.checks").system_checks(self.conf)
-        return found
-
-    @classmethod
-    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
-        """What is wrong in its own app's settings for ``conf`` (the merged ``INDEXNOW``
-        that selects it): errors of :func:`~indexnow_django.conf.validate`, so that the
-        settings are refused before anything is sent."""
-        if cls.package is None:
-            return iter(())
-        found: Iterator[Problem] = import_module(f"{cls.package}.checks").settings_problems(conf)
         return found

@@ -13,7 +13,8 @@ cannot take a flush, the URLs are sent from the web process.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ... import compat
 from ...compat.tasks import is_rq_backend
@@ -21,6 +22,7 @@ from ...delivery.inprocess import send_in_process
 from ...delivery.parcel import LIVENESS, Parcel
 from ..base import Enqueued, Publication, Transport
 from .enqueue import (
+    FUNCTIONS,
     backend,
     build_tasks,
     cannot_defer,
@@ -39,12 +41,15 @@ logger = logging.getLogger("indexnow_django.dispatch")
 __all__ = ["TasksTransport", "build_at_start"]
 
 
-def build_at_start() -> None:
-    """With ``DISPATCH: "tasks"``, build the app's tasks as Django starts, on the configured
-    backend and queue (:func:`~.enqueue.build_tasks`), so that a Celery worker knows them.
-    Never raises: settings or a backend that cannot be loaded are the checks' to report
+def build_at_start(functions: Mapping[str, Callable[..., Any]]) -> None:
+    """Take the app's task functions (:data:`indexnow_django.tasks.FUNCTIONS`) and, with
+    ``DISPATCH: "tasks"``, build the tasks as Django starts, on the configured backend and
+    queue (:func:`~.enqueue.build_tasks`), so that a Celery worker knows them. Never
+    raises: settings or a backend that cannot be loaded are the checks' to report
     (``indexnow.E023``, ``indexnow.W010``), and enqueueing builds the tasks again."""
     from ...conf import get_settings
+
+    FUNCTIONS.update(functions)
 
     try:
         conf = get_settings(resolve_hosts=False)
