@@ -1,4 +1,7 @@
-"""Which models have public pages: ``ModelIndexNow``, ``register()`` and their lookup.
+"""Which models have public pages: ``register()``, ``unregister()`` and their lookup
+(:func:`get_registration`, :func:`plan_for`), the registrations' system checks and
+:func:`autodiscover`. The options themselves are :mod:`.options`' (:class:`ModelIndexNow`,
+re-exported here), what tracking works out of them :mod:`.plan`'s.
 
 ``register(Post)`` (plainly, or as a decorator above a :class:`ModelIndexNow`
 subclass) says how a model's objects map to public URLs. Installed apps'
@@ -15,219 +18,31 @@ listens to :data:`registration_changed` to follow registrations made late.
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
-from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.dispatch import Signal
-from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
 from ..exceptions import RegistrationError
-
-if TYPE_CHECKING:
-    from .languages import LanguageState
+from .options import ModelIndexNow, as_datetime
+from .plan import Plan, Related, is_many_to_many, make_plan
 
 __all__ = [
     "ModelIndexNow",
     "Plan",
+    "Related",
     "as_datetime",
     "autodiscover",
     "get_registration",
+    "is_many_to_many",
     "plan_for",
     "register",
     "registration_changed",
     "registry",
     "unregister",
 ]
-
-
-class ModelIndexNow:
-    """How one model's objects map to public URLs. Subclass and ``register`` it.
-
-    An object is *public* when :meth:`is_published` is true and the value of
-    its :attr:`publish_at` field (if any, and if not ``None``) is not in the future.
-    """
-
-    #: Fields whose change makes a save worth submitting (m2m fields included).
-    #: ``None``: every save counts. A change of the object's public state or of
-    #: its URLs counts whatever this lists.
-    fields: Sequence[str] | None = None
-    #: Name of a ``DateTimeField`` (or ``DateField``) holding the publication time.
-    #: ``None``: no publication time.
-    publish_at: str | None = None
-    #: The languages whose URLs are submitted (:mod:`indexnow_django.registration.languages`):
-    #: ``None`` follows the URLconf (every language of ``settings.LANGUAGES`` when
-    #: ``ROOT_URLCONF`` uses ``i18n_patterns``, else the active one); a list of
-    #: language codes narrows that; ``"all"``: every language whatever the URLconf;
-    #: ``"current"``: the active language only.
-    languages: Sequence[str] | str | None = None
-    #: Reverse relations whose rows are part of the object (inline child rows, the
-    #: comments shown on its page): saving or deleting one submits the object's
-    #: URLs, old and new. django-parler's translations need not be listed.
-    related: Sequence[str] = ()
-
-    def __init__(self, model: type[models.Model]) -> None:
-        self.model = model
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__qualname__} for {self.model._meta.label}>"
-
-    def is_published(self, obj: Any) -> bool:
-        """Whether ``obj`` is meant to be public (its ``publish_at`` aside)."""
-        return True
-
-    def urls(self, obj: Any) -> Sequence[str]:
-        """The URLs (absolute, or paths joined to ``BASE_URL``) of ``obj``'s pages."""
-        return [obj.get_absolute_url()]
-
-    def dependents(self, obj: Any) -> Iterable[Any]:
-        """The objects whose URLs follow from ``obj``'s (a tree's descendants): when a
-        save changes ``obj``, their old and new URLs are submitted too. Default: none."""
-        return ()
-
-    def publish_time(self, obj: Any) -> datetime.datetime | None:
-        """The value of the :attr:`publish_at` field as a datetime (aware under ``USE_TZ``)."""
-        if self.publish_at is None:
-            return None
-        value = getattr(obj, self.publish_at)
-        return as_datetime(value) if value is not None else None
-
-    def is_public(self, obj: Any, now: datetime.datetime | None = None) -> bool:
-        """Whether ``obj`` is published and its publication time (if any) has come."""
-        if not self.is_published(obj):
-            return False
-        when = self.publish_time(obj)
-        return when is None or when <= (now or timezone.now())
-
-    def url_languages(self) -> tuple[str, ...] | None:
-        """The language codes :meth:`urls` and :meth:`is_published` are asked in
-        (see :attr:`languages`); ``None``: the active language only."""
-        from .languages import languages_for
-
-        return languages_for(self.languages)
-
-    def urls_per_language(
-        self, obj: Any, now: datetime.datetime | None = None
-    ) -> dict[str, LanguageState]:
-        """``obj`` in each language of :meth:`url_languages`, by language code: whether
-        it is published and public there, and its URLs there (none unless public).
-
-        With the active language only, that language (``settings.LANGUAGE_CODE``
-        when translation is deactivated) is the one key.
-        """
-        from django.utils import translation
-
-        languages = self.url_languages()
-        if languages is None:
-            languages = (translation.get_language() or settings.LANGUAGE_CODE,)
-        return {state.language: state for state in self.states(obj, languages, now)}
-
-    def states(
-        self, obj: Any, languages: Sequence[str], now: datetime.datetime | None = None
-    ) -> list[LanguageState]:
-        """``obj`` in each of ``languages``: published, its publication time, public, its
-        URLs (see :mod:`indexnow_django.registration.languages`)."""
-        from .languages import LanguageState, in_language
-
-        if now is None:
-            now = timezone.now()
-        states = []
-        for language in languages:
-            with in_language(obj, language):
-                published = bool(self.is_published(obj))
-                when = self.publish_time(obj) if published else None
-                public = published and (when is None or when <= now)
-                urls = tuple(dict.fromkeys(map(str, self.urls(obj)))) if public else ()
-            states.append(LanguageState(language, published, when, public, urls))
-        return states
-
-    def public_urls(self, obj: Any, now: datetime.datetime | None = None) -> list[str]:
-        """What is submitted for ``obj`` now: the URLs of every language it is public in."""
-        languages = self.url_languages()
-        if languages is None:
-            if not self.is_public(obj, now):
-                return []
-            return list(dict.fromkeys(map(str, self.urls(obj))))
-        states = self.states(obj, languages, now)
-        return list(dict.fromkeys(url for state in states for url in state.urls))
-
-
-def as_datetime(value: datetime.date | datetime.datetime) -> datetime.datetime:
-    """``value`` as a datetime comparable with ``timezone.now()`` (a date is its midnight)."""
-    if not isinstance(value, datetime.datetime):
-        value = datetime.datetime.combine(value, datetime.time.min)
-    if settings.USE_TZ and timezone.is_naive(value):
-        value = timezone.make_aware(value)
-    elif not settings.USE_TZ and timezone.is_aware(value):
-        value = timezone.make_naive(value)
-    return value
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A registration as change tracking uses it, worked out (and checked) once."""
-
-    options: ModelIndexNow
-    #: attnames of the concrete fields in ``fields`` (``None``: every save counts).
-    attnames: frozenset[str] | None
-    #: names of the m2m fields in ``fields`` (``None``: every m2m field counts).
-    m2m: frozenset[str] | None
-    #: Every object is public (``is_published``, ``publish_time`` and ``publish_at``
-    #: left as they are): tracking then only asks for ``urls()``.
-    always_public: bool = False
-    #: Names in ``fields`` that are no field tracking follows (a system check error).
-    unknown_fields: tuple[str, ...] = ()
-    #: The relations whose rows are part of the object (``related``, and parler's
-    #: translations), with the attnames of their fields that ``fields`` lists.
-    related: tuple[Related, ...] = ()
-    #: Names in ``related`` that tracking cannot follow (a system check warning).
-    unknown_related: tuple[str, ...] = ()
-    #: The registration says which objects' URLs follow from an object's (``dependents``).
-    has_dependents: bool = False
-
-
-@dataclass(frozen=True)
-class Related:
-    """Rows of another model that are part of a registered object (see ``related``)."""
-
-    #: The reverse relation's name on the registered model (``translations``).
-    name: str
-    #: The model of the rows, and the attname of its key to the registered object.
-    model: type[models.Model]
-    owner_attname: str
-    #: attnames of the rows' fields that ``fields`` lists (``None``: ``fields`` is ``None``).
-    attnames: frozenset[str] | None
-    #: A generic relation: the rows whose content type names the registered model.
-    content_type: ContentTypeOf | None = None
-
-    def belongs(self, row: models.Model) -> bool:
-        """Whether ``row`` (of :attr:`model`) is one of the registered model's rows."""
-        content_type = self.content_type
-        if content_type is None:
-            return True
-        return bool(row.__dict__.get(content_type.attname) == content_type.id())
-
-
-@dataclass(frozen=True)
-class ContentTypeOf:
-    """The content type column of a generic relation's rows, and the model it names."""
-
-    attname: str
-    model: type[models.Model]
-    for_concrete_model: bool
-
-    def id(self) -> Any:
-        """The id of the owner model's content type (cached by ``ContentType``'s manager)."""
-        from django.contrib.contenttypes.models import ContentType
-
-        return ContentType.objects.get_for_model(
-            self.model, for_concrete_model=self.for_concrete_model
-        ).pk
 
 
 #: The registered models and their options (exact registrations, no subclasses).
@@ -287,166 +102,11 @@ def _register(
             f"{model._meta.label} is already registered with IndexNow "
             f"(by {type(registry[model]).__module__}.{type(registry[model]).__qualname__})."
         )
-    plan = _plan(model, options(model))
+    plan = make_plan(model, options(model))
     registry[model] = plan.options
     _plans[model] = plan
     _resolved.clear()
     registration_changed.send(sender=register, model=model)
-
-
-def _plan(model: type[models.Model], options: ModelIndexNow) -> Plan:
-    from .languages import translated_attnames
-
-    label = f"{type(options).__qualname__} for {model._meta.label}"
-    names = options.fields
-    unknown: list[str] = []
-    #: attnames of related rows' fields that ``fields`` lists, by relation name.
-    related_attnames: dict[str, set[str]] = {}
-    unknown_related: list[str] = []
-    attnames: set[str] | None = None
-    m2m: set[str] | None = None
-    if names is not None:
-        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-            raise RegistrationError(
-                f"{label}: fields must be a list of field names or None, not {names!r}."
-            )
-        attnames, m2m = set(), set()
-        for name in names:
-            try:
-                found = model._meta.get_field(name)
-            except FieldDoesNotExist:
-                of_rows = field_of_related_rows(model, name)
-                if of_rows is None:
-                    unknown.append(name)
-                else:
-                    related_attnames.setdefault(of_rows[0], set()).add(of_rows[1])
-                continue
-            if is_many_to_many(model, found):
-                m2m.add(found.name)
-            elif isinstance(found, models.Field) and found.concrete:
-                attnames.add(found.attname)
-                # Its translations (django-modeltranslation's body_en, body_fr...).
-                attnames.update(translated_attnames(model, found.name))
-            else:
-                unknown.append(name)
-    if options.publish_at is not None:
-        try:
-            when = model._meta.get_field(options.publish_at)
-        except FieldDoesNotExist:
-            when = None
-        if not isinstance(when, models.DateField):  # DateTimeField subclasses DateField
-            raise RegistrationError(
-                f"{label}: publish_at must name a DateTimeField or DateField of "
-                f"{model._meta.label}, not {options.publish_at!r}."
-            )
-    kind = type(options)
-    return Plan(
-        options,
-        frozenset(attnames) if attnames is not None else None,
-        frozenset(m2m) if m2m is not None else None,
-        always_public=(
-            options.publish_at is None
-            and kind.is_published is ModelIndexNow.is_published
-            and kind.publish_time is ModelIndexNow.publish_time
-        ),
-        unknown_fields=tuple(unknown),
-        related=_related(model, options, names is None, related_attnames, unknown_related),
-        unknown_related=tuple(unknown_related),
-        has_dependents=kind.dependents is not ModelIndexNow.dependents,
-    )
-
-
-def field_of_related_rows(model: type[models.Model], name: str) -> tuple[str, str] | None:
-    """``(relation, attname)`` when ``name``, not a field of ``model``, is a field of the
-    rows of one of its relations that belong to it: django-parler's translated fields
-    (``"slug"`` of ``translations``). ``None`` otherwise."""
-    from ..compat import parler_translations
-
-    for relation, translated in parler_translations(model):
-        if name in translated:
-            rows = model._meta.get_field(relation).related_model
-            return relation, rows._meta.get_field(name).attname  # type: ignore[union-attr]
-    return None
-
-
-def _related(
-    model: type[models.Model],
-    options: ModelIndexNow,
-    every_field: bool,
-    listed: dict[str, set[str]],
-    unknown: list[str],
-) -> tuple[Related, ...]:
-    from ..compat import parler_translations
-
-    names = list(dict.fromkeys([*(r for r, _f in parler_translations(model)), *options.related]))
-    found: list[Related] = []
-    for name in names:
-        try:
-            relation = model._meta.get_field(name)
-        except FieldDoesNotExist:
-            relation = None
-        attnames = None if every_field else frozenset(listed.get(name, ()))
-        generic = _generic_relation(relation)
-        if generic is not None:
-            rows, object_id, content_type = generic
-            found.append(Related(name, rows, object_id, attnames, content_type))
-            continue
-        remote = getattr(relation, "field", None)
-        if (
-            relation is None
-            or not relation.auto_created
-            or not (relation.one_to_many or relation.one_to_one)
-            or remote is None
-        ):
-            unknown.append(name)  # a system check warning
-            continue
-        found.append(
-            Related(
-                name,
-                relation.related_model,  # type: ignore[arg-type]
-                remote.attname,
-                attnames,
-            )
-        )
-    return tuple(found)
-
-
-def _generic_relation(relation: Any) -> tuple[type[models.Model], str, ContentTypeOf] | None:
-    """The rows' model, their object id's attname and the content type they name, when
-    ``relation`` is a ``GenericRelation`` (django.contrib.contenttypes)."""
-    from django.apps import apps
-
-    if relation is None or not apps.is_installed("django.contrib.contenttypes"):
-        return None
-    from django.contrib.contenttypes.fields import GenericRelation
-
-    if not isinstance(relation, GenericRelation):
-        return None
-    rows = relation.related_model
-    object_id = rows._meta.get_field(relation.object_id_field_name)
-    content_type = rows._meta.get_field(relation.content_type_field_name)
-    return (
-        rows,
-        object_id.attname,  # type: ignore[union-attr]
-        ContentTypeOf(
-            content_type.attname,  # type: ignore[union-attr]
-            relation.model,
-            relation.for_concrete_model,
-        ),
-    )
-
-
-def is_many_to_many(model: type[models.Model], field: Any) -> bool:
-    """Whether ``field`` is a many-to-many relation of ``model`` that tracking follows:
-    an entry of ``_meta.many_to_many`` whose changes go through a ``through`` model,
-    which sends ``m2m_changed`` (a ``ManyToManyField``, django-taggit's
-    ``TaggableManager``, ...)."""
-    through = getattr(getattr(field, "remote_field", None), "through", None)
-    return (
-        field in model._meta.many_to_many
-        and isinstance(through, type)
-        and issubclass(through, models.Model)
-    )
 
 
 def check_registrations(**kwargs: Any) -> list[Any]:
