@@ -14,7 +14,7 @@ class IndexNowConfig(AppConfig):
     def ready(self) -> None:
         from . import checks, conf, tracking
         from .registration import languages, registry
-        from .units import collector
+        from .units import collector, commands
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
@@ -23,7 +23,7 @@ class IndexNowConfig(AppConfig):
         )
         registry.autodiscover()
         tracking.connect()
-        collector.install_command_units(conf.command_units_enabled())
+        commands.install_command_units(conf.command_units_enabled())
         collector.connect_tasks()
         collector.connect_celery()
         from . import tasks

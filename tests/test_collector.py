@@ -364,13 +364,13 @@ def test_with_command_units_off_a_command_is_no_unit_and_each_save_flushes_as_it
     from django.core.management.base import BaseCommand
 
     from indexnow_django import conf
-    from indexnow_django.units import collector
+    from indexnow_django.units import commands
 
     wrapped = BaseCommand.execute
     original = wrapped.__wrapped__  # type: ignore[attr-defined]
     monkeypatch.setattr(BaseCommand, "execute", original)  # the wrap comes back afterwards
     indexnow_settings(COMMAND_UNITS=False)
-    collector.install_command_units(conf.command_units_enabled())
+    commands.install_command_units(conf.command_units_enabled())
     assert BaseCommand.execute is original
 
     call_command("make_pages", "3", stdout=io.StringIO())
@@ -381,8 +381,8 @@ def test_with_command_units_off_a_command_is_no_unit_and_each_save_flushes_as_it
     for value in (True, "no"):
         monkeypatch.setattr(BaseCommand, "execute", original)
         indexnow_settings(COMMAND_UNITS=value)
-        collector.install_command_units(conf.command_units_enabled())
-        assert getattr(BaseCommand.execute, "indexnow_around", None) is collector.command_unit
+        commands.install_command_units(conf.command_units_enabled())
+        assert getattr(BaseCommand.execute, "indexnow_around", None) is commands.command_unit
 
 
 def test_manage_py_with_command_units_off_flushes_each_save(engine: Any) -> None:
