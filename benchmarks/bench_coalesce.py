@@ -55,7 +55,7 @@ from indexnow_django.testing import LoopbackEngine  # noqa: E402
 #: each URL and the time of its flush written to ``out``.
 FLUSHER = """
 import json, sys, time
-from indexnow_django.dispatch import dispatch
+from indexnow_django.units.dispatch import dispatch
 first, count, interval, out = FIRST, COUNT, INTERVAL, OUT
 start = time.time()
 with open(out, "w") as log:

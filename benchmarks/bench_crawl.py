@@ -212,10 +212,10 @@ def history(args: argparse.Namespace, conn: Any) -> None:
     from django.test.utils import override_settings
 
     from indexnow_django import conf as conf_module
-    from indexnow_django import report
     from indexnow_django.crawl.notice import STREAM_KEY, Sighting
     from indexnow_django.crawl.receipts import drain
     from indexnow_django.models import Delivery
+    from indexnow_django.ops import report
 
     if not (args.reuse and Delivery.objects.exists()):
         fill(args.records)

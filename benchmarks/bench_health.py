@@ -5,8 +5,8 @@ Fills a fresh database with ``--records`` ``Delivery`` records (default a millio
 ``bench_history.py`` makes its URLs, spread over 14 days: 10 hosts, 2 engines, mostly
 accepted, some retried and rejected, one to three URLs each, every record with its flush
 time; the last records of one host and engine are a run of 429s. Then prints, best of
-``--runs``, the time of :func:`indexnow_django.health.host_engine_health` for the 10
-hosts and 2 engines, and of :func:`indexnow_django.report.freshness` over 1 and 7 days,
+``--runs``, the time of :func:`indexnow_django.ops.health.host_engine_health` for the 10
+hosts and 2 engines, and of :func:`indexnow_django.ops.report.freshness` over 1 and 7 days,
 and the database's plan of each health query.
 
 Run from the repository root::
@@ -106,8 +106,8 @@ def plans() -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from indexnow_django import health, report
     from indexnow_django.conf import get_settings
+    from indexnow_django.ops import health, report
 
     with CaptureQueriesContext(connection) as queries:
         health.host_engine_health(get_settings(), pairs=[("www.example.com", "bing")])
@@ -136,7 +136,7 @@ def main() -> None:
     from django.test.utils import override_settings
 
     from indexnow_django import conf as conf_module
-    from indexnow_django import health, report
+    from indexnow_django.ops import health, report
 
     print(f"Python {sys.version.split()[0]}, Django {django.get_version()}, {connection.vendor}")
     fill(args.records)

@@ -146,7 +146,7 @@ def child_model(args: argparse.Namespace, with_app: bool) -> dict[str, Any]:
     unit: Any = contextlib.nullcontext
     if with_app:
         from indexnow_django import ModelIndexNow, batch
-        from indexnow_django.registry import register
+        from indexnow_django.registration.registry import register
 
         register(Untracked, type("UntrackedIndexNow", (UntrackedIndexNow, ModelIndexNow), {}))
         unit = batch
@@ -227,14 +227,14 @@ urlpatterns: list[Any] = []
 def child_request(args: argparse.Namespace, with_app: bool, flush: bool = True) -> dict[str, Any]:
     configure(with_app=with_app, db=args.db, dispatch=args.dispatch)
     if with_app:
-        from indexnow_django.registry import register, unregister
+        from indexnow_django.registration.registry import register, unregister
         from tests.testapp.indexnow import PostIndexNow
         from tests.testapp.models import Post
 
         unregister(Post)  # the test app's registration, saying which fields URLs read
         register(Post, type("PostIndexNow", (PostIndexNow,), {"url_fields": ["slug", "status"]}))
     if not flush:
-        from indexnow_django import dispatch
+        from indexnow_django.units import dispatch
 
         dispatch.dispatch = lambda urls, **kwargs: None
     from django.core.handlers.wsgi import WSGIHandler

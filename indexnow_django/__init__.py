@@ -20,31 +20,39 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .collector import batch, submit
-    from .queryset import IndexNowQuerySet, IndexNowQuerySetMixin, submit_objects
-    from .registry import ModelIndexNow, register
+    from .registration.queryset import IndexNowQuerySet, IndexNowQuerySetMixin, submit_objects
+    from .registration.registry import ModelIndexNow, register
     from .tracking.raw import count_raw_saves
     from .tracking.watch import watch
+    from .units.collector import batch, submit
 
 # The public names are imported lazily so that ``import indexnow_django`` (for
 # instance from settings.py or the HTTP client) never imports Django models.
 _LAZY = {
-    "batch": "collector",
-    "submit": "collector",
-    "ModelIndexNow": "registry",
-    "register": "registry",
-    "IndexNowQuerySet": "queryset",
-    "IndexNowQuerySetMixin": "queryset",
-    "submit_objects": "queryset",
+    "batch": "units.collector",
+    "submit": "units.collector",
+    "ModelIndexNow": "registration.registry",
+    "register": "registration.registry",
+    "IndexNowQuerySet": "registration.queryset",
+    "IndexNowQuerySetMixin": "registration.queryset",
+    "submit_objects": "registration.queryset",
     "watch": "tracking.watch",
     "count_raw_saves": "tracking.raw",
 }
 
 
+#: Modules gone from the package whose dotted paths are still stored: rq jobs of
+#: publications scheduled by earlier builds name ``indexnow_django.scheduling.publish``; rq, not
+#: finding the module, looks the path up as attributes of the package.
+_STORED = {"scheduling": "jobs"}
+
+
 def __getattr__(name: str) -> Any:
+    from importlib import import_module
+
+    if name in _STORED:
+        return import_module(f"indexnow_django.{_STORED[name]}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'indexnow_django' has no attribute {name!r}")
-    from importlib import import_module
-
     return getattr(import_module(f"indexnow_django.{module}"), name)

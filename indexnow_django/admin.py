@@ -5,7 +5,7 @@ Everything here is for staff with the app's permissions: seeing deliveries
 needs ``indexnow.view_delivery``, the "Send again" action
 ``indexnow.send_again``, the "Submit URLs" page and the "Submit now" button
 ``indexnow.submit_urls``. Sending goes through the normal pipeline
-(:func:`indexnow_django.dispatch.dispatch`, ignoring the debounce store), so
+(:func:`indexnow_django.units.dispatch.dispatch`, ignoring the debounce store), so
 the settings decide whether a job is queued or the URLs are sent after the
 response.
 """
@@ -36,11 +36,11 @@ from django.utils.translation import ngettext
 
 from .compat import admin_markup
 from .conf import IndexNowSettings, get_settings
-from .entries import read_pasted
-from .health import trouble
+from .manual.entries import read_pasted
+from .manual.runs import send_urls
 from .models import Delivery
-from .report import freshness
-from .runs import send_urls
+from .ops.health import trouble
+from .ops.report import freshness
 
 if TYPE_CHECKING:
     from django.db.models import Model
@@ -617,7 +617,7 @@ class IndexNowAdminMixin:
     def indexnow_context(self, request: HttpRequest, obj: Model) -> dict[str, Any] | None:
         """What the change page shows about ``obj``, or ``None`` to show nothing."""
         from .delivery.history import last_accepted
-        from .registry import get_registration
+        from .registration.registry import get_registration
 
         options = get_registration(type(obj))
         if options is None or not request.user.has_module_perms("indexnow"):
@@ -643,7 +643,7 @@ class IndexNowAdminMixin:
 
     def indexnow_submit_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: send the object's current URLs now; then back to its change page."""
-        from .registry import get_registration
+        from .registration.registry import get_registration
 
         model_admin: Any = self
         if request.method != "POST":
@@ -701,7 +701,7 @@ def _object_urls(options: Any, obj: Model, *, public: bool = False) -> list[str]
     """The object's current URLs in every language, absolute and normalized (``public``:
     only those of the languages it is public in); ``[]`` when they cannot be computed."""
     from .delivery.send import clean_urls
-    from .languages import in_language
+    from .registration.languages import in_language
 
     conf = _settings_or_none()
     if conf is None:

@@ -12,18 +12,21 @@ class IndexNowConfig(AppConfig):
     verbose_name = "IndexNow"
 
     def ready(self) -> None:
-        from . import checks, collector, conf, languages, registry, tracking
+        from . import checks, conf, tracking
+        from .registration import languages, registry
+        from .units import collector, commands
 
         checks.register_checks()
         setting_changed.connect(conf.clear_cache, dispatch_uid="indexnow_django.conf.clear_cache")
         setting_changed.connect(
-            languages.clear_cache, dispatch_uid="indexnow_django.languages.clear_cache"
+            languages.clear_cache, dispatch_uid="indexnow_django.registration.languages.clear_cache"
         )
         registry.autodiscover()
         tracking.connect()
-        collector.install_command_units(conf.command_units_enabled())
+        commands.install_command_units(conf.command_units_enabled())
         collector.connect_tasks()
         collector.connect_celery()
+        from . import tasks
         from .transports.tasks import build_at_start
 
-        build_at_start()
+        build_at_start(tasks.FUNCTIONS)

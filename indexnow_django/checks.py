@@ -17,6 +17,7 @@ from typing import Any
 from django.core import checks
 
 from .conf import IndexNowSettings, get_settings, validate
+from .ops.findings import StopsDelivery
 from .transports import chosen
 
 __all__ = [
@@ -34,13 +35,6 @@ __all__ = [
 
 #: The middleware that makes each request one unit of work.
 MIDDLEWARE_PATH = "indexnow_django.middleware.IndexNowMiddleware"
-
-
-class StopsDelivery(checks.Warning):
-    """A warning to ``manage.py check`` (the site itself runs) that stops delivery.
-
-    ``indexnow_check`` reports it as a failure: jobs are queued but can never run.
-    """
 
 
 def check_settings(
@@ -257,11 +251,11 @@ def check_key_file_url(
 
 
 def register_checks() -> None:
-    from .registry import (
+    from .registration.registry import (
         check_languages,  # indexnow.E030
         check_registrations,  # indexnow.E031, indexnow.W031
     )
-    from .scheduling import check_scheduling  # indexnow.W003
+    from .units.scheduling import check_scheduling  # indexnow.W003
 
     checks.register(check_settings, "indexnow")
     checks.register(check_wiring, "indexnow")

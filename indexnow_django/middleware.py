@@ -28,8 +28,8 @@ from django.http.response import HttpResponseBase
 
 from . import compat
 from .checks import middleware_without_app
-from .collector import unit
 from .crawl.notice import keep, sighting
+from .units.collector import unit
 
 logger = logging.getLogger(__name__)
 

@@ -56,7 +56,7 @@ class Delivery(models.Model):
         verbose_name_plural = _("deliveries")
         ordering = ["-sent_at", "-pk"]
         indexes = [
-            # The health of a host and engine (indexnow_django.health): its newest POST of
+            # The health of a host and engine (indexnow_django.ops.health): its newest POST of
             # each outcome, the failures since the last accepted one.
             models.Index(
                 fields=["host", "engine", "outcome", "sent_at"], name="indexnow_host_engine_outcome"

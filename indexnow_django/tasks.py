@@ -41,8 +41,8 @@ def deliver(context: Any, urls: list[str], **carried: Any) -> dict[str, Any]:
 
 
 def publish(label: str, pk: Any, timestamp: int) -> str:
-    """The scheduled publication task: see :func:`indexnow_django.scheduling.publish`."""
-    from .scheduling import publish as publish_now
+    """The scheduled publication task: see :func:`indexnow_django.units.scheduling.publish`."""
+    from .units.scheduling import publish as publish_now
 
     _taken()
     return publish_now(label, pk, timestamp)

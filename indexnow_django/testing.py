@@ -337,7 +337,7 @@ def capture_submissions(*, deliver: bool = False) -> Iterator[SubmissionOutbox]:
     the capture entered most recently. So two threads capturing at once each
     see their own flushes only.
     """
-    from .dispatch import intercept
+    from .units.dispatch import intercept
 
     outbox = SubmissionOutbox()
 

@@ -15,11 +15,11 @@ from django.utils import timezone
 from django.utils.formats import date_format
 
 from indexnow_django.delivery.send import deliver_now
-from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
 from indexnow_django.protocol.client import endpoint_name
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq.queue import META_BATCH_ID
+from indexnow_django.units.dispatch import dispatch
 from tests.conftest import make_delivery
 from tests.needs import AT_ONCE, ONE_JOB
 from tests.rqhelpers import failed_ids, only_queued_job, wait_for_status

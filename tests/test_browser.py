@@ -28,9 +28,9 @@ from django.contrib.auth.models import User
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
 
-from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
 from indexnow_django.protocol.client import endpoint_name
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import AT_ONCE
 from tests.testapp.models import Post
 

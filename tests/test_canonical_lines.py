@@ -148,7 +148,7 @@ def test_file_of_canonical_blocks_and_other_lines_is_read_as_line_by_line(
     newline: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from indexnow_django import entries
+    from indexnow_django.manual import entries
 
     blocks: list[int] = []
 

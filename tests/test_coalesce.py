@@ -14,10 +14,10 @@ import pytest
 import redis
 
 from indexnow_django.conf import get_settings
-from indexnow_django.dispatch import dispatch
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import coalesce
 from indexnow_django.transports.rq.queue import get_queue
+from indexnow_django.units.dispatch import dispatch
 from tests.rqhelpers import FAST_RETRY, failed_ids
 from tests.services import ROOT, django_env
 
@@ -165,7 +165,7 @@ def test_flushes_from_two_processes_are_one_post_per_window(
     start_worker(overrides)
     code = (
         "import time\n"
-        "from indexnow_django.dispatch import dispatch\n"
+        "from indexnow_django.units.dispatch import dispatch\n"
         "for i in range(START, START + 10):\n"
         "    dispatch([f'https://www.example.com/p/{i}/'])\n"
         "    time.sleep(0.05)\n"

@@ -22,7 +22,7 @@ from django.core.management import call_command
 from django.db import transaction
 
 from indexnow_django import batch, submit
-from indexnow_django.collector import COMMAND_HOLD, current
+from indexnow_django.units.collector import COMMAND_HOLD, current
 from tests.needs import AT_ONCE
 from tests.services import django_env, run_django
 from tests.testapp.models import Page, Post
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def flushes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The URLs of each call into ``dispatch.dispatch``, which still runs."""
-    from indexnow_django import dispatch as module
+    from indexnow_django.units import dispatch as module
 
     calls: list[list[str]] = []
     real = module.dispatch
@@ -363,13 +363,14 @@ def test_with_command_units_off_a_command_is_no_unit_and_each_save_flushes_as_it
     long ago): ``BaseCommand.execute`` is left as Django has it."""
     from django.core.management.base import BaseCommand
 
-    from indexnow_django import collector, conf
+    from indexnow_django import conf
+    from indexnow_django.units import commands
 
     wrapped = BaseCommand.execute
     original = wrapped.__wrapped__  # type: ignore[attr-defined]
     monkeypatch.setattr(BaseCommand, "execute", original)  # the wrap comes back afterwards
     indexnow_settings(COMMAND_UNITS=False)
-    collector.install_command_units(conf.command_units_enabled())
+    commands.install_command_units(conf.command_units_enabled())
     assert BaseCommand.execute is original
 
     call_command("make_pages", "3", stdout=io.StringIO())
@@ -380,8 +381,8 @@ def test_with_command_units_off_a_command_is_no_unit_and_each_save_flushes_as_it
     for value in (True, "no"):
         monkeypatch.setattr(BaseCommand, "execute", original)
         indexnow_settings(COMMAND_UNITS=value)
-        collector.install_command_units(conf.command_units_enabled())
-        assert getattr(BaseCommand.execute, "indexnow_around", None) is collector.command_unit
+        commands.install_command_units(conf.command_units_enabled())
+        assert getattr(BaseCommand.execute, "indexnow_around", None) is commands.command_unit
 
 
 def test_manage_py_with_command_units_off_flushes_each_save(engine: Any) -> None:
@@ -407,7 +408,7 @@ def test_a_command_called_inside_a_unit_joins_it(flushes: list[list[str]]) -> No
 def test_a_failing_dispatch_is_logged_not_raised(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from indexnow_django import dispatch as module
+    from indexnow_django.units import dispatch as module
 
     def broken(urls: Any, **kwargs: Any) -> None:
         raise ConnectionError("nowhere to send")
@@ -416,7 +417,7 @@ def test_a_failing_dispatch_is_logged_not_raised(
     with caplog.at_level(logging.ERROR, logger="indexnow_django"), batch():
         page("/unsent/")
     assert Page.objects.filter(path="/unsent/").exists()
-    [record] = [r for r in caplog.records if r.name == "indexnow_django.collector"]
+    [record] = [r for r in caplog.records if r.name == "indexnow_django.units.collector"]
     assert record.getMessage().startswith("IndexNow could not flush unit=batch-")
     assert record.getMessage().endswith(" count=1")
 

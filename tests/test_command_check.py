@@ -354,7 +354,7 @@ def test_a_flush_on_every_host_close_to_the_job_timeout_warns(
 def test_a_steady_stream_of_delivery_jobs_suggests_coalescing(
     queue_settings: Any, indexnow_settings: Callable[..., Any], run_check: Any
 ) -> None:
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     indexnow_settings(QUEUE={"COALESCE": 0})  # a job per flush, as the site asked
     for i in range(700):  # a job each: more than 60 a minute over the last ten minutes
@@ -1213,7 +1213,7 @@ def test_tasks_waiting_over_a_minute_fail(
     """A save waits in django-tasks-db's table and no db_worker takes it."""
     from django_tasks_db.models import DBTaskResult
 
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     tasks_mode(indexnow_settings, DEBOUNCE={"CACHE": "shared", "TTL": 600})
     dispatch(["/waiting/"])  # enqueued without run_after: the backend's far-future marker
@@ -1239,7 +1239,7 @@ def test_a_retry_due_over_a_minute_ago_fails_and_a_failed_task_warns(
     from django_tasks_db.models import DBTaskResult
 
     from indexnow_django.compat.tasks import tasks_framework
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     status = tasks_framework().status  # type: ignore[union-attr]
     tasks_mode(indexnow_settings, DEBOUNCE={"CACHE": "shared", "TTL": 600})

@@ -372,7 +372,7 @@ def test_every_command_runs_inside_the_unit_of_work_of_commands():
     from django.core.management.base import BaseCommand
     from django.core.management.commands.diffsettings import Command
 
-    from indexnow_django.collector import command_unit
+    from indexnow_django.units.commands import command_unit
 
     execute = BaseCommand.execute
     assert getattr(execute, "indexnow_around", None) is command_unit

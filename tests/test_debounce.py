@@ -316,7 +316,7 @@ def test_publish_then_unpublish_within_the_ttl_both_reach_the_engine(
 def kill_horse_mid_post(engine, worker, redis_conn):
     """Dispatch one URL, SIGKILL the work horse while its POST waits for the answer,
     and return the failed job."""
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
     from tests.rqhelpers import failed_ids, fetch, wait_for_status
 
     scheduler = re.search(r"Scheduler for \S+ started with PID (\d+)", worker.output())
@@ -357,7 +357,7 @@ def test_a_requeued_job_whose_work_horse_was_killed_mid_post_sends(
 def test_a_new_save_after_a_work_horse_was_killed_mid_post_sends(
     engine, indexnow_settings, start_worker, redis_conn
 ):
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     indexnow_settings(**WORKER_SETTINGS)
     worker = start_worker(WORKER_SETTINGS)

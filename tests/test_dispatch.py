@@ -21,10 +21,10 @@ from rq.registry import ScheduledJobRegistry
 from indexnow_django import submit
 from indexnow_django.checks import check_queue_wiring
 from indexnow_django.delivery.history import flushed_at
-from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq.queue import META_ATTEMPT, META_BATCH_ID
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import AT_ONCE, UNTHROTTLED
 from tests.rqhelpers import (
     FAST_RETRY,

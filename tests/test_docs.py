@@ -405,7 +405,7 @@ def fields_of(line: str) -> dict[str, str]:
 def test_the_flush_lines_the_docs_quote_are_those_of_the_shipped_defaults(caplog, redis_conn):
     """A flush through the queue logs one line; the docs quote it as the shipped defaults
     write it (its mode, its fields), wherever they show the queue's flush."""
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     with caplog.at_level("INFO", logger="indexnow_django"):
         dispatch(["/a/", "/b/"])

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from indexnow_django.dispatch import dispatch
 from indexnow_django.protocol.client import endpoint_name
 from indexnow_django.testing import LoopbackEngine, Reply
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import AT_ONCE, ONE_JOB
 from tests.rqhelpers import FAST_RETRY, failed_ids, wait_for_count
 

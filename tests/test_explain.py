@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from indexnow_django import ModelIndexNow, register
-from indexnow_django.registry import unregister
+from indexnow_django.registration.registry import unregister
 from indexnow_django.testing import LoopbackEngine
 from tests.conftest import make_delivery
 from tests.testapp.models import Page, Post, Untracked

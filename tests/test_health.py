@@ -15,11 +15,11 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from indexnow_django import health
 from indexnow_django.conf import get_settings
-from indexnow_django.dispatch import dispatch
+from indexnow_django.ops import health
 from indexnow_django.protocol.client import endpoint_name
 from indexnow_django.testing import LoopbackEngine, Reply
+from indexnow_django.units.dispatch import dispatch
 from tests.conftest import make_delivery
 from tests.needs import AT_ONCE, ONE_JOB
 from tests.test_admin import LIST, staff

@@ -164,7 +164,7 @@ def test_a_synchronous_send_after_the_response_is_recorded(engine, history_on):
     from django.db import close_old_connections
     from django.http import HttpResponse
 
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     response = HttpResponse()
     dispatch(["/a/"], response=response)
@@ -187,7 +187,7 @@ def test_a_synchronous_send_after_the_response_is_recorded(engine, history_on):
 def test_each_record_carries_the_time_of_its_flush(engine, history_on):
     from datetime import timedelta
 
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     before = timezone.now()
     engine.queue_replies(Reply(200, delay=0.3))
@@ -205,7 +205,7 @@ def test_each_record_carries_the_time_of_its_flush(engine, history_on):
 def test_the_fallback_when_redis_is_down_is_recorded(engine, history_on, indexnow_settings):
     from django.test import override_settings
 
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
     from tests.test_dispatch import closed_queue
 
     indexnow_settings(DISPATCH="queue")
@@ -235,7 +235,7 @@ def test_indexnow_submit_sync_records_each_post(engine, history_on):
 def test_a_worker_records_each_attempt_with_its_job(
     engine, history_on, indexnow_settings, start_worker, redis_conn
 ):
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
     from tests.rqhelpers import FAST_RETRY, wait_for_count
 
     # The worker at the shipped window and throttle: the retry, due a second after the

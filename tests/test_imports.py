@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import os
 import subprocess
 import sys
@@ -25,16 +26,24 @@ def module_names() -> dict[str, Path]:
     return names
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+def package_of(name: str) -> str:
+    return name if module_names()[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
 def imports_of(name: str, path: Path) -> set[str]:
-    """Every module ``name`` imports, lazily (in a function), under ``TYPE_CHECKING`` or at
-    the top: dotted names, the package's and others' alike. ``from pkg import module``
-    imports ``pkg.module`` (the package itself is imported before any of its modules, so
-    it is no edge of the code's)."""
+    """Every module ``name`` imports, lazily (in a function), under ``TYPE_CHECKING``, at
+    the top or by name (:func:`string_imports`): dotted names, the package's and others'
+    alike. ``from pkg import module`` imports ``pkg.module`` (the package itself is
+    imported before any of its modules, so it is no edge of the code's)."""
     known = set(module_names())
-    tree = ast.parse(path.read_text(), filename=str(path))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = package_of(name) if name in known else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -47,7 +56,139 @@ def imports_of(name: str, path: Path) -> set[str]:
             found.update(names)
             if not names <= known:
                 found.add(module)
+    if name in known:
+        found.update(string_imports(name))
     return found
+
+
+# Imports by name -----------------------------------------------------------------
+# ``import_module(...)`` and ``import_string(...)`` import a module as surely as an
+# import statement: their argument is worked out from the source where it can be (a
+# literal, an f-string, a constant of the module or one it imports, a dict of dotted
+# paths and its ``[...]``/``.get(...)``, a class attribute or a property of the package,
+# ``__name__``), and every value it can take is an edge.
+
+LOADERS = {"import_module", "import_string"}
+
+
+@functools.cache
+def assignments(name: str) -> dict[str, list[ast.expr]]:
+    """The values assigned to each plain name anywhere in module ``name``."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(parsed(module_names()[name])):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name):
+                found.setdefault(target.id, []).append(value)
+    return found
+
+
+@functools.cache
+def imported_names(name: str) -> dict[str, tuple[str, str]]:
+    """``from module import x`` of module ``name``: x -> (the module, its name there)."""
+    package = package_of(name)
+    found = {}
+    for node in ast.walk(parsed(module_names()[name])):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join([*base, node.module]) if node.level else node.module
+            for alias in node.names:
+                found[alias.asname or alias.name] = (module, alias.name)
+    return found
+
+
+@functools.cache
+def class_attributes() -> dict[str, list[tuple[str, ast.expr]]]:
+    """Attribute -> (module, value) of every class attribute and property of the package."""
+    found: dict[str, list[tuple[str, ast.expr]]] = {}
+    for name, path in module_names().items():
+        for cls in ast.walk(parsed(path)):
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for statement in cls.body:
+                if isinstance(statement, ast.Assign):
+                    for target in statement.targets:
+                        if isinstance(target, ast.Name):
+                            found.setdefault(target.id, []).append((name, statement.value))
+                elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                    if isinstance(statement.target, ast.Name):
+                        found.setdefault(statement.target.id, []).append((name, statement.value))
+                elif isinstance(statement, ast.FunctionDef) and statement.decorator_list:
+                    for returned in ast.walk(statement):
+                        if isinstance(returned, ast.Return) and returned.value is not None:
+                            found.setdefault(statement.name, []).append((name, returned.value))
+    return found
+
+
+def strings(name: str, node: ast.expr, depth: int = 0) -> set[str]:
+    """Every string ``node`` (in module ``name``) can be, as far as the source says."""
+    if depth > 6:
+        return set()
+    again = functools.partial(strings, depth=depth + 1)
+    if isinstance(node, ast.Constant):
+        return {node.value} if isinstance(node.value, str) else set()
+    if isinstance(node, ast.JoinedStr):
+        texts = {""}
+        for part in node.values:
+            value = part.value if isinstance(part, ast.FormattedValue) else part
+            options = again(name, value)
+            if not options:
+                return set()
+            texts = {text + option for text in texts for option in options}
+        return texts
+    if isinstance(node, ast.Dict):
+        return {text for value in node.values for text in again(name, value)}
+    if isinstance(node, ast.Subscript):
+        return again(name, node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "get":  # a dict's .get(...)
+            return again(name, node.func.value)
+        return set()
+    if isinstance(node, ast.Name):
+        if node.id == "__name__":
+            return {name}
+        if node.id == "__package__":
+            return {package_of(name)}
+        if node.id in assignments(name):
+            return {text for value in assignments(name)[node.id] for text in again(name, value)}
+        module, imported = imported_names(name).get(node.id, ("", ""))
+        if module in module_names() and imported in assignments(module):
+            return {
+                text for value in assignments(module)[imported] for text in again(module, value)
+            }
+        return set()
+    if isinstance(node, ast.Attribute):
+        return {
+            text
+            for module, value in class_attributes().get(node.attr, [])
+            for text in again(module, value)
+        }
+    return set()
+
+
+@functools.cache
+def string_imports(name: str) -> frozenset[str]:
+    """The package's modules that module ``name`` imports by name."""
+    known = module_names()
+    found = set()
+    for node in ast.walk(parsed(known[name])):
+        if not (isinstance(node, ast.Call) and len(node.args) == 1):
+            continue
+        func = node.func
+        loader = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if loader not in LOADERS:
+            continue
+        for text in strings(name, node.args[0]):
+            # import_string("pkg.module.attr") imports pkg.module.
+            module = text if loader == "import_module" else text.rpartition(".")[0]
+            if module in known:
+                found.add(module)
+    return frozenset(found - {name})
 
 
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
@@ -109,9 +250,17 @@ def test_no_module_of_the_package_imports_itself_back():
     still two modules that cannot be read one without the other."""
     edges = graph()
     # A parent package is imported before its modules: only the edges the code writes count.
-    assert edges["indexnow_django.dispatch"], "the graph is empty: the parsing is broken"
+    assert edges["indexnow_django.units.dispatch"], "the graph is empty: the parsing is broken"
     circle = find_circle(edges)
     assert circle is None, "import circle: " + " -> ".join(circle or [])
+
+
+def test_the_graph_counts_imports_by_name():
+    """``import_module``/``import_string`` of an f-string of a constant and of a property
+    that returns one of a dict of dotted paths: each is an edge."""
+    edges = graph()
+    assert "indexnow_django.transports.rq" in edges["indexnow_django.transports"]
+    assert "indexnow_django.jobs" in edges["indexnow_django"]
 
 
 CORE = ("indexnow_django.delivery", "indexnow_django.protocol")
@@ -271,3 +420,50 @@ def test_importing_the_test_settings_starts_no_service():
     assert "REDIS_URL is not set" in result.stdout
     assert "python -m pytest" in result.stdout
     assert result.stdout.strip().endswith("children 0")
+
+
+def stable_paths() -> dict[str, str]:
+    """CONTRIBUTING.md's stable dotted paths: path -> who stores or imports it."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    block = text.split("<!-- stable-paths -->\n```text\n", 1)[1].split("```", 1)[0]
+    paths, said = {}, ""
+    for line in block.splitlines():
+        path, _, who = line.partition(" ")
+        said = who.strip() or said
+        paths[path] = said
+    return paths
+
+
+def resolve(path: str) -> object:
+    """What a dotted path names, as rq's workers, the task backends and Django's
+    ``import_string`` look it up: the longest importable module, then attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)
+        return found
+    raise ModuleNotFoundError(path)
+
+
+def test_the_stable_dotted_paths_import_and_resolve():
+    """What Redis, the task backends' rows and the settings name, and what users import,
+    wherever the code under it lives."""
+    paths = stable_paths()
+    assert len(paths) > 30 and "indexnow_django.jobs.publish" in paths
+    for path, who in paths.items():
+        if who.startswith("task backends"):  # bound to the backend the settings name
+            module, _, name = path.rpartition(".")
+            assert name in importlib.import_module(module).FUNCTIONS, path
+            continue
+        found = resolve(path)
+        assert found is not None, path
+        if who.startswith(("rq", "task backends")):
+            assert callable(found), f"{path} ({who}) is not callable"
+    from indexnow_django.units.scheduling import publish
+
+    assert resolve("indexnow_django.jobs.publish") is publish
+    assert resolve("indexnow_django.scheduling.publish") is publish

@@ -26,11 +26,11 @@ import pytest
 from rq import requeue_job
 from rq.worker import Worker as RQWorker
 
-from indexnow_django.dispatch import dispatch
 from indexnow_django.exceptions import SubmissionRejected
 from indexnow_django.jobs import deliver
 from indexnow_django.testing import LoopbackEngine, Reply
 from indexnow_django.transports.rq.queue import META_ATTEMPT, META_BATCH_ID
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import ONE_JOB
 from tests.rqhelpers import (
     FAST_RETRY,

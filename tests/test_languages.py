@@ -32,7 +32,7 @@ LANGUAGES = [("en", "English"), ("fr", "French")]
 
 
 def test_the_default_follows_the_urlconf(settings) -> None:
-    from indexnow_django.registry import get_registration
+    from indexnow_django.registration.registry import get_registration
     from tests.testapp.models import Post
 
     options = get_registration(Post)
@@ -71,7 +71,7 @@ def test_languages_not_in_settings_are_a_check_error(settings) -> None:
     from django.core import checks
 
     from indexnow_django import ModelIndexNow
-    from indexnow_django.registry import check_languages, register, unregister
+    from indexnow_django.registration.registry import check_languages, register, unregister
     from tests.testapp.models import Untracked
 
     settings.LANGUAGES = LANGUAGES

@@ -101,8 +101,8 @@ def assert_no_secret(text: str, where: str) -> None:
 def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
     engine, indexnow_settings, start_worker, redis_conn, caplog
 ):
-    from indexnow_django.dispatch import dispatch
     from indexnow_django.transports.rq.queue import META_BATCH_ID
+    from indexnow_django.units.dispatch import dispatch
     from tests.rqhelpers import exc_string, only_queued_job, wait_for_batch
 
     overrides = {
@@ -132,7 +132,7 @@ def test_a_403_through_a_worker_shows_no_key_and_no_engine_credentials(
 @pytest.mark.django_db(transaction=True)  # the POST is recorded in the history
 def test_a_403_in_process_logs_no_key_and_no_engine_credentials(engine, indexnow_settings, caplog):
     from indexnow_django import submit
-    from indexnow_django.collector import batch
+    from indexnow_django.units.collector import batch
 
     indexnow_settings(DISPATCH="sync", ENGINES=[engine_with_credentials(engine)])
     engine.queue_replies(forbidden())
@@ -281,9 +281,9 @@ def test_a_whole_delivery_cycle_leaves_the_key_nowhere(
     from django.apps import apps
     from django.core import serializers
 
-    from indexnow_django.dispatch import dispatch
     from indexnow_django.models import Delivery
     from indexnow_django.transports.rq.queue import META_BATCH_ID
+    from indexnow_django.units.dispatch import dispatch
     from tests.rqhelpers import (
         all_job_ids,
         exc_string,

@@ -30,7 +30,7 @@ BASE = "https://www.example.com"
 @pytest.fixture
 def flushes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], Any]]:
     """(URLs, response) of each call into ``dispatch.dispatch``, which still runs."""
-    from indexnow_django import dispatch as module
+    from indexnow_django.units import dispatch as module
 
     calls: list[tuple[list[str], Any]] = []
     real = module.dispatch

@@ -19,10 +19,10 @@ import pytest
 from indexnow_django.conf import DEFAULTS, get_settings
 from indexnow_django.delivery.parcel import Parcel
 from indexnow_django.delivery.pending import PendingSubmission, keep
-from indexnow_django.dispatch import dispatch
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import coalesce
 from indexnow_django.transports.rq.queue import get_queue
+from indexnow_django.units.dispatch import dispatch
 from tests.rqhelpers import FAST_SWEEP, failed_ids
 from tests.services import ROOT, django_env
 
@@ -68,7 +68,7 @@ def test_a_stream_from_two_processes_is_one_post_per_window(
     start_worker(SHIPPED)
     code = (
         "import time\n"
-        "from indexnow_django.dispatch import dispatch\n"
+        "from indexnow_django.units.dispatch import dispatch\n"
         "for i in range(START, START + 8):\n"
         "    dispatch([f'https://www.example.com/p/{i}/'])\n"
         "    time.sleep(0.1)\n"

@@ -11,8 +11,8 @@ import pytest
 from django.test import override_settings
 
 from indexnow_django.delivery.pending import PendingSubmission
-from indexnow_django.dispatch import dispatch
 from indexnow_django.testing import LoopbackEngine, Reply, capture_submissions
+from indexnow_django.units.dispatch import dispatch
 from tests import services
 from tests.needs import AT_ONCE
 from tests.testapp.models import Post
@@ -209,7 +209,7 @@ def test_with_no_worker_to_send_them_the_first_flush_with_valid_settings_does(
 ):
     """``DISPATCH: "sync"``: a process whose settings are valid sends, with its first flush,
     what a process with invalid ones kept (the gone URL as gone); once."""
-    from indexnow_django import dispatch as module
+    from indexnow_django.units import dispatch as module
 
     valid = settings.INDEXNOW
     settings.INDEXNOW = {**valid, "ENGINES": ["bingo"]}

@@ -12,9 +12,9 @@ import pytest
 from django.core.management import call_command
 
 from indexnow_django.delivery.preflight import _says_noindex, reason_to_skip
-from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
 from indexnow_django.testing import LoopbackEngine
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import AT_ONCE, ONE_JOB
 from tests.testapp.models import Post
 from tests.urls_preflight import RENDERED

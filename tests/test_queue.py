@@ -10,10 +10,10 @@ import pytest
 from django.test import override_settings
 from rq.registry import ScheduledJobRegistry
 
-from indexnow_django.dispatch import dispatch
-from indexnow_django.scheduling import Publication, schedule_now
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import queue as rq_plumbing
+from indexnow_django.units.dispatch import dispatch
+from indexnow_django.units.scheduling import Publication, schedule_now
 from tests.needs import ONE_JOB
 from tests.rqhelpers import exc_string, failed_ids, fetch, only_queued_job, wait_for_status
 

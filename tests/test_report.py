@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from indexnow_django.models import Delivery
-from indexnow_django.report import OTHER, percentile
+from indexnow_django.ops.report import OTHER, percentile
 from tests.conftest import make_delivery
 from tests.needs import ONE_JOB
 from tests.testapp.models import Page, Post

@@ -27,7 +27,7 @@ from rq.job import Job, JobStatus
 from rq.queue import Queue
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
-from indexnow_django.scheduling import Publication, check_scheduling, publish
+from indexnow_django.units.scheduling import Publication, check_scheduling, publish
 from indexnow_django.worker import SimpleWorker
 from tests.testapp.models import Post
 
@@ -105,7 +105,7 @@ def test_a_future_published_post_gets_one_job_at_that_moment(queue: Queue) -> No
     assert scheduled(queue) == {job_id: when.astimezone(datetime.timezone.utc)}
     assert re.fullmatch(r"[A-Za-z0-9_-]+", job_id)
     job = Job.fetch(job_id, connection=queue.connection)
-    assert job.func_name == "indexnow_django.scheduling.publish"
+    assert job.func_name == "indexnow_django.jobs.publish"
     assert job.args == ("testapp.Post", obj.pk, int(when.timestamp()))
     assert job.kwargs == {}
     assert queue.count == 0
@@ -191,6 +191,24 @@ def test_a_slug_changed_after_scheduling_sends_the_current_url(
     assert engine.posted_urls() == [f"{BASE}/posts/final-slug/"]
 
 
+def test_a_job_scheduled_by_an_earlier_version_still_sends_the_url(
+    queue: Queue, engine: Any, run_jobs_now: Any
+) -> None:
+    """Publications scheduled before the stable path named the module the code lived in
+    then, ``indexnow_django.scheduling``: a worker of this version still runs them."""
+    when = in_an_hour()
+    post("scheduled-long-ago", when=when)
+    [job_id] = scheduled(queue)
+    args = Job.fetch(job_id, connection=queue.connection).args
+    ScheduledJobRegistry(queue=queue).remove(job_id, delete_job=True)
+    queue.enqueue_at(when, "indexnow_django.scheduling.publish", *args, job_id=job_id)
+    [job] = run_jobs_now()
+    assert job.func_name == "indexnow_django.scheduling.publish"
+    assert job.get_status() == JobStatus.FINISHED
+    assert job.return_value() == "submitted 1 URL(s)"
+    assert engine.posted_urls() == [f"{BASE}/posts/scheduled-long-ago/"]
+
+
 @pytest.mark.parametrize("change", ["unpublish", "delete"])
 def test_an_object_unpublished_or_deleted_before_firing_sends_nothing(
     change: str, queue: Queue, engine: Any, run_jobs_now: Any, caplog: pytest.LogCaptureFixture
@@ -205,7 +223,7 @@ def test_an_object_unpublished_or_deleted_before_firing_sends_nothing(
     else:
         obj.delete()
         reason = "the object is gone"
-    with caplog.at_level(logging.INFO, logger="indexnow_django.scheduling"):
+    with caplog.at_level(logging.INFO, logger="indexnow_django.units.scheduling"):
         [job] = run_jobs_now()
     assert job.get_status() == JobStatus.FINISHED
     assert job.return_value() == f"not submitted: {reason}"
@@ -252,7 +270,9 @@ def test_synchronous_dispatch_schedules_nothing_and_says_so(
         obj = post("unschedulable", when=in_an_hour())
     assert scheduled(queue) == {}
     assert Post.objects.filter(pk=obj.pk).exists()
-    [message] = [r.getMessage() for r in caplog.records if r.name == "indexnow_django.scheduling"]
+    [message] = [
+        r.getMessage() for r in caplog.records if r.name == "indexnow_django.units.scheduling"
+    ]
     assert message.startswith("IndexNow cannot schedule the publication model=testapp.Post")
 
 
@@ -261,7 +281,7 @@ def test_redis_down_never_breaks_the_save(settings: Any, caplog: pytest.LogCaptu
     with caplog.at_level(logging.ERROR, logger="indexnow_django"):
         obj = post("redis-down", when=in_an_hour())
     assert Post.objects.filter(pk=obj.pk).exists()
-    [record] = [r for r in caplog.records if r.name == "indexnow_django.scheduling"]
+    [record] = [r for r in caplog.records if r.name == "indexnow_django.units.scheduling"]
     assert record.getMessage().startswith(
         f"IndexNow could not schedule the publication model=testapp.Post pk={obj.pk} "
     )

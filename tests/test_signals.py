@@ -13,11 +13,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from indexnow_django.dispatch import dispatch
 from indexnow_django.exceptions import RetriesExhausted
 from indexnow_django.jobs import deliver
 from indexnow_django.signals import post_sent
 from indexnow_django.testing import LoopbackEngine, Reply
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import AT_ONCE
 
 A = "https://www.example.com/a/"

@@ -27,11 +27,11 @@ from indexnow_django import batch
 from indexnow_django.checks import check_transport as check_tasks_wiring
 from indexnow_django.compat.tasks import tasks_framework
 from indexnow_django.conf import get_settings
-from indexnow_django.dispatch import dispatch
 from indexnow_django.models import TaskHeartbeat
-from indexnow_django.scheduling import check_scheduling
 from indexnow_django.testing import Reply
 from indexnow_django.transports.tasks.enqueue import DELIVERY_TASK, PUBLISH_TASK, SWEEP_TASK
+from indexnow_django.units.dispatch import dispatch
+from indexnow_django.units.scheduling import check_scheduling
 from tests.needs import UNTHROTTLED
 from tests.rqhelpers import FAST_RETRY, FAST_SWEEP, wait_for_count
 from tests.testapp.models import Page, Post

@@ -25,10 +25,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from indexnow_django.conf import get_settings
-from indexnow_django.dispatch import dispatch
 from indexnow_django.models import Delivery
 from indexnow_django.testing import Reply
 from indexnow_django.transports.tasks.enqueue import backend, queue_of
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import UNTHROTTLED
 from tests.rqhelpers import FAST_RETRY
 from tests.testapp.models import Page, Post

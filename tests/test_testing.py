@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 
 from indexnow_django import batch, submit
-from indexnow_django import dispatch as dispatch_module
 from indexnow_django.testing import Submission, capture_submissions
+from indexnow_django.units import dispatch as dispatch_module
 from tests.needs import AT_ONCE
 from tests.testapp.models import Post
 
@@ -253,7 +253,7 @@ def test_two_threads_capturing_at_once_each_see_only_their_own(engine):
 
 def test_a_module_imported_after_the_capture_started_is_captured(tmp_path, monkeypatch, engine):
     (tmp_path / "late_module_for_capture.py").write_text(
-        "from indexnow_django.dispatch import dispatch\n\n\n"
+        "from indexnow_django.units.dispatch import dispatch\n\n\n"
         "def flush():\n"
         "    dispatch(['/late/'])\n"
     )

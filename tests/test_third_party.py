@@ -120,7 +120,7 @@ def test_a_name_in_fields_that_is_no_field_is_a_system_check_error() -> None:
     from django.core import checks
 
     from indexnow_django import ModelIndexNow, register
-    from indexnow_django.registry import check_registrations, unregister
+    from indexnow_django.registration.registry import check_registrations, unregister
     from tests.testapp.models import Untracked
 
     class UntrackedIndexNow(ModelIndexNow):
@@ -248,7 +248,7 @@ def test_a_name_in_related_that_tracking_cannot_follow_is_a_system_check_warning
     from django.core import checks
 
     from indexnow_django import ModelIndexNow, register
-    from indexnow_django.registry import check_registrations, unregister
+    from indexnow_django.registration.registry import check_registrations, unregister
     from tests.testapp.models import Untracked
 
     class UntrackedIndexNow(ModelIndexNow):
@@ -755,7 +755,7 @@ def registrations_of(heading: str, **models: Any) -> list[tuple[Any, Any]]:
 
 
 def test_the_generic_relations_recipe_is_the_tested_registration() -> None:
-    from indexnow_django.registry import get_registration
+    from indexnow_django.registration.registry import get_registration
     from tests.thirdparty.models import Article
 
     [(model, options)] = registrations_of("Generic relations", Article=Article)
@@ -765,7 +765,7 @@ def test_the_generic_relations_recipe_is_the_tested_registration() -> None:
 
 def test_the_polymorphic_recipe_is_the_tested_registration() -> None:
     from indexnow_django import ModelIndexNow
-    from indexnow_django.registry import registry
+    from indexnow_django.registration.registry import registry
     from tests.thirdparty.models import Book, Product
 
     calls = registrations_of(

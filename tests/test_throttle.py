@@ -19,9 +19,9 @@ from indexnow_django.compat import CACHE_REDIS_TIMEOUT
 from indexnow_django.conf import DEFAULTS, get_settings
 from indexnow_django.delivery.send import deliver_now
 from indexnow_django.delivery.throttle import Throttle
-from indexnow_django.dispatch import dispatch
 from indexnow_django.protocol.client import Engine
 from indexnow_django.testing import LoopbackEngine
+from indexnow_django.units.dispatch import dispatch
 from tests import services
 from tests.needs import UNTHROTTLED
 from tests.rqhelpers import FAST_RETRY, finished_ids, wait_for_count

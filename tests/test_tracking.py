@@ -25,9 +25,9 @@ from django.utils import timezone
 
 import indexnow_django
 from indexnow_django import ModelIndexNow, batch, register, tracking
-from indexnow_django import registry as registry_module
 from indexnow_django.exceptions import RegistrationError
-from indexnow_django.registry import get_registration, registry, unregister
+from indexnow_django.registration import registry as registry_module
+from indexnow_django.registration.registry import get_registration, registry, unregister
 from indexnow_django.tracking.state import LOADED
 from tests.needs import AT_ONCE
 from tests.testapp.indexnow import PostIndexNow, RestaurantIndexNow
@@ -770,7 +770,7 @@ def test_an_edit_made_after_a_save_in_the_same_unit_is_not_what_is_submitted(
 
 @pytest.mark.slow
 def test_a_long_loop_of_saves_in_one_unit_gives_one_flush_of_every_url(engine: Any) -> None:
-    from indexnow_django import collector as collector_module
+    from indexnow_django.units import collector as collector_module
 
     Post.objects.bulk_create(
         Post(title=f"P{n}", slug=f"p{n}", status=Post.PUBLISHED) for n in range(1200)

@@ -113,7 +113,7 @@ def test_per_host_previous_keys_sit_next_to_the_hosts_key(client, indexnow_setti
 
 @pytest.mark.indexnow(**AT_ONCE)
 def test_nothing_is_sent_with_a_previous_key(engine, indexnow_settings):
-    from indexnow_django.dispatch import dispatch
+    from indexnow_django.units.dispatch import dispatch
 
     indexnow_settings(
         PREVIOUS_KEYS=["old-key-12345678"],

@@ -14,10 +14,10 @@ from rq.worker import Worker as RQWorker
 
 from indexnow_django import worker as worker_module
 from indexnow_django.checks import check_queue_wiring, check_transport
-from indexnow_django.dispatch import dispatch
 from indexnow_django.jobs import deliver
 from indexnow_django.transports.rq import wiring
 from indexnow_django.transports.rq.queue import META_BATCH_ID
+from indexnow_django.units.dispatch import dispatch
 from tests.needs import ONE_JOB
 from tests.rqhelpers import (
     failed_ids,
@@ -201,8 +201,8 @@ def test_a_scheduler_process_that_died_is_started_again_and_retries_run(
     import os
     import signal
 
-    from indexnow_django.dispatch import dispatch
     from indexnow_django.testing import Reply
+    from indexnow_django.units.dispatch import dispatch
     from tests.rqhelpers import FAST_RETRY, FAST_SWEEP, wait_for_count
 
     overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY}
@@ -237,8 +237,8 @@ def test_a_worker_takes_over_the_scheduler_lock_of_a_worker_that_died(
 
     from rq.scheduler import RQScheduler
 
-    from indexnow_django.dispatch import dispatch
     from indexnow_django.testing import Reply
+    from indexnow_django.units.dispatch import dispatch
     from tests.rqhelpers import FAST_RETRY, FAST_SWEEP
 
     overrides = {"DISPATCH": "queue", "RETRY": FAST_RETRY}
@@ -291,8 +291,8 @@ def test_a_sentinel_failover_while_a_job_runs_leaves_the_worker_and_its_retries_
     from rq.registry import ScheduledJobRegistry
     from rq.scheduler import RQScheduler
 
-    from indexnow_django.dispatch import dispatch
     from indexnow_django.testing import Reply
+    from indexnow_django.units.dispatch import dispatch
     from tests.rqhelpers import FAST_RETRY
 
     queue_config = sentinel_group.rq_queue()
@@ -398,8 +398,8 @@ def test_a_job_stranded_by_a_full_redis_is_sent_once_when_redis_has_room(
     import redis
 
     from indexnow_django.conf import get_settings
-    from indexnow_django.dispatch import dispatch
     from indexnow_django.transports.rq.queue import get_queue
+    from indexnow_django.units.dispatch import dispatch
 
     queues = {"default": {"URL": f"{private_redis.url}/0"}}
     settings.RQ_QUEUES = queues

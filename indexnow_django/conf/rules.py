@@ -26,13 +26,13 @@ from .declared import (
     E_CRAWL,
     KEYS,
     NESTED,
-    TRANSPORTS,
     Problem,
     is_absolute_url,
     is_number,
     is_whole,
     where,
 )
+from .dispatch import DISPATCH_RULES
 
 #: A key, whole: matched with ``fullmatch`` (``$`` would let a final line break through).
 KEY_RE = re.compile(r"[A-Za-z0-9-]{8,128}")
@@ -462,12 +462,12 @@ RULES: dict[tuple[str, ...], Rule] = {
 
 
 def _transport_rules(dispatch: str) -> Rule:
-    """The rules of the transport ``DISPATCH`` names, which look at its own app's settings
-    (:meth:`~indexnow_django.transports.base.Transport.settings_problems`)."""
+    """The rules of the ``DISPATCH`` value ``dispatch``, which look at its own app's settings
+    (:mod:`indexnow_django.conf.dispatch`)."""
 
     def rule(conf: Mapping[str, Any]) -> Iterator[Problem]:
         if conf["DISPATCH"] == dispatch:
-            yield from import_string(TRANSPORTS[dispatch]).settings_problems(conf)
+            yield from DISPATCH_RULES[dispatch](conf)
 
     return rule
 

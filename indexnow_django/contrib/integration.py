@@ -17,7 +17,6 @@ import contextlib
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from django.apps import AppConfig, apps
@@ -37,7 +36,8 @@ _Before = TypeVar("_Before")
 
 
 class IntegrationConfig(AppConfig):
-    """The app of a CMS integration, whose ``handlers`` module has ``connect()``."""
+    """The app of a CMS integration, whose ``handlers`` module has ``connect()``
+    (:meth:`connect_handlers`)."""
 
     #: The apps the integration needs in ``INSTALLED_APPS`` (before it).
     required_apps: tuple[str, ...] = ("indexnow_django",)
@@ -57,8 +57,13 @@ class IntegrationConfig(AppConfig):
                 raise ImproperlyConfigured(
                     f"{self.name} needs {required!r} in INSTALLED_APPS (before it)."
                 )
-        import_module(f"{self.name}.handlers").connect()
+        self.connect_handlers()
         self.sites.connect(apps.get_model(self.site_model))
+
+    def connect_handlers(self) -> None:
+        """Connect the integration's receivers (its ``handlers`` module's ``connect()``):
+        each app imports its own, as its handlers import this module."""
+        raise NotImplementedError
 
     def indexnow_hosts(self) -> list[str]:
         """The sites' hosts; none while the sites' table does not exist yet."""

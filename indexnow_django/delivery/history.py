@@ -13,7 +13,7 @@ runs each job in a new work horse, so there it happens at most once per job.
 
 Each record carries the time its URLs were flushed (``flushed_at``), read from the
 batch id (:func:`flushed_at`), which every job and retry of a flush shares: the
-freshness report (:mod:`indexnow_django.report`) measures from it.
+freshness report (:mod:`indexnow_django.ops.report`) measures from it.
 
 This module also answers the question the admin asks about an object: when
 were its URLs last accepted, and by which engines (:func:`last_accepted`).

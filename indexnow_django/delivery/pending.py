@@ -1,7 +1,7 @@
 """URLs kept in the database while no queue can take them, until a worker can send them.
 
 When Redis cannot take a flush's job, the URLs are sent from the web process
-(see :mod:`indexnow_django.dispatch`), once and without retries. What that
+(see :mod:`indexnow_django.units.dispatch`), once and without retries. What that
 send could not get accepted for a reason that may pass (429, 5xx, a timeout,
 a network error; or the send itself failing) is kept here, one
 :class:`PendingSubmission` row per engine, in the same database as the change

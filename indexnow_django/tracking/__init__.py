@@ -1,10 +1,10 @@
 """Change tracking: what a load, save, delete or m2m change of a registered object submits.
 
 Which models are tracked, and how their objects map to URLs, is
-:mod:`indexnow_django.registry`'s concern; this package turns their changes
+:mod:`indexnow_django.registration.registry`'s concern; this package turns their changes
 into URLs (see the change table in the docs) and hands them to the current
-unit of work (:mod:`indexnow_django.collector`). A published object whose
-``publish_at`` is still to come is handed to :mod:`indexnow_django.scheduling`.
+unit of work (:mod:`indexnow_django.units.collector`). A published object whose
+``publish_at`` is still to come is handed to :mod:`indexnow_django.units.scheduling`.
 
 "Before" is the stored row, at no cost on the read path: each tracked object
 keeps the row it was loaded or last saved with in its
@@ -29,7 +29,7 @@ One module per concern, in the order a change meets them:
 
 from __future__ import annotations
 
-from ..registry import ModelIndexNow, get_registration, register, registry, unregister
+from ..registration.registry import ModelIndexNow, get_registration, register, registry, unregister
 from .bulk import rebuilt, state_of, urls_of_change
 from .connect import connect
 from .outcome import DRAFT, Seen

@@ -1,5 +1,6 @@
-"""What bulk operations use (:mod:`indexnow_django.queryset`): they read the stored rows
-themselves, before and after, and hand over the URLs of all their changes at once."""
+"""What bulk operations use (:mod:`indexnow_django.registration.queryset`): they read the
+stored rows themselves, before and after, and hand over the URLs of all their changes at
+once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .outcome import Seen, failed, outcome, see
 from .state import rebuild
 
 if TYPE_CHECKING:
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 __all__ = ["rebuilt", "state_of", "urls_of_change"]
 

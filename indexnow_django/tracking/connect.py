@@ -24,7 +24,7 @@ from django.db.models.signals import (
     pre_save,
 )
 
-from ..registry import Related, plan_for, registration_changed
+from ..registration.registry import Related, plan_for, registration_changed
 from .delete import after_delete, before_delete
 from .loading import patch_tracked_classes
 from .m2m import m2m_fields, on_m2m_changed, through_of

@@ -12,10 +12,10 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
-from ..registry import plan_for
+from ..registration.registry import plan_for
+from ..units.collector import GoneURL, hand_over
 from .outcome import failed, see
 from .state import child_row, children, info_of, loaded, rebuild, state, stored_values
 

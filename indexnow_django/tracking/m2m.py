@@ -15,20 +15,20 @@ from django.utils import timezone
 
 from ..compat import thread_connection
 from ..conf import is_enabled
-from ..registry import is_many_to_many, plan_for
+from ..registration.registry import is_many_to_many, plan_for
 from .outcome import Seen, change, failed, open_change, see
 from .raw import ignored
 from .state import children, loaded, rebuild, state
 
 if TYPE_CHECKING:
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 __all__ = ["m2m_fields", "on_m2m_changed", "through_of"]
 
 
 def m2m_fields(model: type[models.Model]) -> list[models.ManyToManyField[Any, Any]]:
     """The many-to-many relations of ``model`` that send ``m2m_changed`` (see
-    :func:`~indexnow_django.registry.is_many_to_many`: django-taggit's too)."""
+    :func:`~indexnow_django.registration.registry.is_many_to_many`: django-taggit's too)."""
     return [f for f in model._meta.many_to_many if is_many_to_many(model, f)]
 
 

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, changes_on_commit, hand_over
 from ..compat import thread_connection
-from ..languages import combined, languages_for
+from ..registration.languages import combined, languages_for
+from ..units.collector import GoneURL, changes_on_commit, hand_over
 from .state import MISSING, Standing, as_written, rebuild
 from .state import standing as current_standing
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 #: Every module of the package logs as ``indexnow_django.tracking``.
 logger = logging.getLogger(__package__)
@@ -138,7 +138,7 @@ def outcome(
     if old.urls != after.urls:  # URLs are only ever seen for an object public somewhere
         urls.extend([GoneURL(u) for u in old.urls if u not in after.urls])
     if after.published and after.when is not None and not after.public:  # still to come
-        from ..scheduling import schedule
+        from ..units.scheduling import schedule
 
         schedule(plan.options, saved, after.when, using=using)
     return urls

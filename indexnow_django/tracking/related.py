@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
-from ..registry import Related, plan_for
+from ..registration.registry import Related, plan_for
+from ..units.collector import GoneURL, hand_over
 from .outcome import Seen, failed, open_change, see
 from .raw import ignored
 from .state import state
 
 if TYPE_CHECKING:
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 __all__ = ["after_row_change", "before_row_change", "owners"]
 

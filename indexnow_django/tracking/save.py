@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db import models
 from django.utils import timezone
 
-from ..collector import LATER_LIMIT, current, hand_over
 from ..compat import kept_state, thread_connection
 from ..conf import is_enabled
-from ..registry import plan_for
+from ..registration.registry import plan_for
+from ..units.collector import LATER_LIMIT, current, hand_over
 from .outcome import DRAFT, Seen, Unseen, change, failed, outcome, see
 from .raw import ignored
 from .state import (
@@ -64,7 +64,7 @@ from .watch import Watch, watched
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 __all__ = ["after_save", "before_save", "fields_changed", "settle", "urls_of_save"]
 

@@ -181,7 +181,7 @@ class Standing:
         """Whether its transaction is still to commit or roll back."""
         return not self.committed and self._mark.pending()
 
-    #: As a piece of a commit (:mod:`indexnow_django.collector`): whether it still waits.
+    #: As a piece of a commit (:mod:`indexnow_django.units.collector`): whether it still waits.
     pending = stands
 
 

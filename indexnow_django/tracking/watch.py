@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.utils import timezone
 
-from ..collector import GoneURL, hand_over
 from ..compat import thread_connection
 from ..conf import is_enabled
-from ..registry import plan_for
+from ..registration.registry import plan_for
+from ..units.collector import GoneURL, hand_over
 from .outcome import DRAFT, Seen, failed, see
 
 if TYPE_CHECKING:
-    from ..registry import Plan
+    from ..registration.registry import Plan
 
 __all__ = ["Watch", "watch", "watched"]
 

@@ -23,8 +23,9 @@ core (:mod:`indexnow_django.delivery`), which knows nothing of them.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from django.utils.module_loading import import_string
 
 from .base import Enqueued, Publication, Transport
 
@@ -40,8 +41,7 @@ def chosen(conf: IndexNowSettings | None = None) -> Transport:
         from ..conf import get_settings
 
         conf = get_settings()
-    module, _, name = conf.transport_path.rpartition(".")
-    cls: type[Transport] = getattr(import_module(module), name)
+    cls: type[Transport] = import_string(conf.transport_path)
     return cls(conf)
 
 

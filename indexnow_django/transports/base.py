@@ -1,6 +1,6 @@
 """What every transport does: the protocol the rest of the package asks, and the values it carries.
 
-A transport takes a flush's parcel from :func:`indexnow_django.dispatch.dispatch`
+A transport takes a flush's parcel from :func:`indexnow_django.units.dispatch.dispatch`
 (:meth:`Transport.take_flush`), carries parcels to whatever runs them
 (:meth:`Transport.enqueue`, and :meth:`Transport.send_later` for what a running
 delivery gives back: retries, held and left POSTs), schedules publications, and
@@ -11,69 +11,25 @@ the system checks and ``indexnow_check``. The delivery itself is the core's
 
 from __future__ import annotations
 
-import datetime
-import hashlib
 import logging
-import math
-import re
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..delivery.inprocess import after_response, send_in_process
 from ..delivery.parcel import Parcel
+from .publication import Publication, whole_seconds
 
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
-    from ..conf import IndexNowSettings, Problem
-    from ..findings import Diagnosis
+    from ..conf import IndexNowSettings
+    from ..ops.findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
 
 __all__ = ["Enqueued", "Publication", "Transport", "whole_seconds"]
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def whole_seconds(when: datetime.datetime) -> int:
-    """``when`` as a POSIX timestamp, rounded *up* to a whole second.
-
-    Queues schedule to the second; rounding up means a publication never fires
-    before the object is public.
-    """
-    return math.ceil(when.timestamp())
-
-
-@dataclass(frozen=True)
-class Publication:
-    """One object due to become public at one moment: all a scheduled job carries."""
-
-    label: str
-    pk: Any
-    timestamp: int
-
-    @property
-    def at(self) -> datetime.datetime:
-        """The moment, as an aware UTC datetime."""
-        return datetime.datetime.fromtimestamp(self.timestamp, tz=datetime.timezone.utc)
-
-    @property
-    def job_id(self) -> str:
-        """``indexnow-publish-<model>-<pk>-<timestamp>-<digest>``, only ``[A-Za-z0-9_-]``.
-
-        The readable part may be shortened or lose characters rq does not
-        allow; the digest of the exact three values keeps ids distinct.
-        """
-        digest = hashlib.sha256(f"{self.label}\n{self.pk!r}\n{self.timestamp}".encode()).hexdigest()
-        model = _UNSAFE.sub("_", self.label.lower())
-        pk = _UNSAFE.sub("_", str(self.pk))[:40]
-        return f"indexnow-publish-{model}-{pk}-{self.timestamp}-{digest[:12]}"
-
-    def __str__(self) -> str:
-        return f"model={self.label} pk={self.pk} at={self.at.isoformat()}"
 
 
 @dataclass(frozen=True)
@@ -105,7 +61,7 @@ class Transport:
     forks_per_delivery: ClassVar[bool] = False
     #: Its workers send the URLs kept in the database (:mod:`indexnow_django.delivery.pending`);
     #: otherwise the first flush of a process with valid settings sends those that
-    #: invalid settings kept (:func:`indexnow_django.dispatch.dispatch`).
+    #: invalid settings kept (:func:`indexnow_django.units.dispatch.dispatch`).
     workers_send_kept: ClassVar[bool] = False
 
     def __init__(self, conf: IndexNowSettings) -> None:
@@ -253,12 +209,13 @@ class Transport:
 
     # ------------------------------------------------------------ the operator's side
     # A transport with a queue or a backend answers these from its own package (its
-    # ``checks`` and ``diagnose`` modules).
+    # ``checks`` and ``diagnose`` modules). (What its settings need of its own app's
+    # settings is the settings' to validate: :mod:`indexnow_django.conf.dispatch`.)
 
     def diagnose(self, diag: Diagnosis) -> list[str]:
         """Add this transport's findings to ``indexnow_check``'s ``diag`` (its queue or
         backend, workers, jobs); return the host names its workers run on, where known."""
-        from ..findings import Status
+        from ..ops.findings import Status
 
         diag.add("queue", Status.OK, "no queue is used (sync dispatch)")
         return []
@@ -266,10 +223,3 @@ class Transport:
     def checks(self) -> list[CheckMessage]:
         """This transport's system checks (run with the package's)."""
         return []
-
-    @classmethod
-    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
-        """What is wrong in its own app's settings for ``conf`` (the merged ``INDEXNOW``
-        that selects it): errors of :func:`~indexnow_django.conf.validate`, so that the
-        settings are refused before anything is sent."""
-        return iter(())

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from indexnow_django.registry import get_registration
+from indexnow_django.registration.registry import get_registration
 from tests.i18n_site.blog.models import Story
 from tests.i18n_site.fixtures import (
     LANGUAGES,

@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from indexnow_django.collector import batch
+from indexnow_django.units.collector import batch
 from tests.wagtail_site.fixtures import Tree, add, edit_url, form, posted, publish_data
 from tests.wagtail_site.pages.models import ArticlePage
 

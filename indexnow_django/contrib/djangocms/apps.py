@@ -93,6 +93,11 @@ class IndexNowDjangoCMSConfig(integration.IntegrationConfig):
         super().ready()
         checks.register(check_cms_version, "indexnow", checks.Tags.compatibility)
 
+    def connect_handlers(self) -> None:
+        from . import handlers
+
+        handlers.connect()
+
     def indexnow_diagnostics(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
         """``(section, status, message, data)`` for ``indexnow_check``: the sites, their pages."""
         from cms.models import Page

@@ -23,7 +23,7 @@ The first look in a transaction stands: a page published twice in one
 transaction (or moved, then published) is compared with what was live
 before the first. Drafts, archiving and reverting to a draft change nothing
 live and cost nothing. Everything goes through
-:func:`indexnow_django.collector.collect`, so the request, command or job is
+:func:`indexnow_django.units.collector.collect`, so the request, command or job is
 one flush, and nothing here raises into django CMS's code.
 """
 
@@ -37,8 +37,8 @@ from typing import Any
 from django.db import connections
 from django.db.models.signals import pre_delete
 
-from ...collector import collect
 from ...conf import is_enabled
+from ...units.collector import collect
 from ..integration import Pending, Receiver, Receivers, guard
 from .pages import LiveURLs, PageURLs
 

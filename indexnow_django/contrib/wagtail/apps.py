@@ -41,6 +41,11 @@ class IndexNowWagtailConfig(integration.IntegrationConfig):
         "(indexnow_django.contrib.wagtail, no registration needed)"
     )
 
+    def connect_handlers(self) -> None:
+        from . import handlers
+
+        handlers.connect()
+
     def indexnow_report_urls(self) -> Iterator[tuple[str, str]]:
         """``("Wagtail pages", url)`` for each public page's URLs, for ``indexnow_report``."""
         from wagtail.models import Page

@@ -25,7 +25,7 @@ a view restriction saved or deleted
     engines); a removed one submits the pages that are public again, once
     the transaction commits.
 
-Everything goes through :func:`indexnow_django.collector.collect`, so the
+Everything goes through :func:`indexnow_django.units.collector.collect`, so the
 request, command or job is one flush, URLs wait for their transaction to
 commit, and a rollback drops them. Nothing here raises into Wagtail's code.
 """
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import connections, transaction
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 
-from ...collector import collect
 from ...conf import is_enabled
+from ...units.collector import collect
 from ..integration import Pending, Receiver, Receivers, guard
 from .pages import PageURLs
 

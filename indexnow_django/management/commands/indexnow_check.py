@@ -1,4 +1,4 @@
-"""``manage.py indexnow_check``: print what :mod:`indexnow_django.diagnostics` finds."""
+"""``manage.py indexnow_check``: print what :mod:`indexnow_django.ops.diagnostics` finds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from indexnow_django.diagnostics import SECTIONS, Diagnosis, Finding, Status, diagnose
+from indexnow_django.ops.diagnostics import SECTIONS, Diagnosis, Finding, Status, diagnose
 
 
 class Command(BaseCommand):

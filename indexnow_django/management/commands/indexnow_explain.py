@@ -1,6 +1,6 @@
 """``manage.py indexnow_explain app_label.Model PK``: what applies to one object, and why.
 
-Sends nothing: see :mod:`indexnow_django.explain`.
+Sends nothing: see :mod:`indexnow_django.ops.explain`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from indexnow_django.conf import get_settings
 from indexnow_django.exceptions import IndexNowConfigError
-from indexnow_django.explain import ExplainError, explain
+from indexnow_django.ops.explain import ExplainError, explain
 
 
 class Command(BaseCommand):

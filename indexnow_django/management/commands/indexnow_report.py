@@ -1,5 +1,5 @@
 """``manage.py indexnow_report [--days 7] [--json]``: how fresh the site is in the engines'
-eyes, per registered model (see :mod:`indexnow_django.report`)."""
+eyes, per registered model (see :mod:`indexnow_django.ops.report`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...conf import get_settings
 from ...crawl.report import CrawlFigures
 from ...exceptions import IndexNowConfigError
-from ...report import OTHER, Freshness, freshness, percentile
+from ...ops.report import OTHER, Freshness, freshness, percentile
 
 
 class Command(BaseCommand):

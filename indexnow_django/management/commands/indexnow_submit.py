@@ -2,9 +2,9 @@
 and sitemaps.
 
 The command parses its options, opens its inputs (files and stdin through
-:mod:`indexnow_django.entries`, models and sitemaps through
-:mod:`indexnow_django.sources`), hands the entries to a
-:class:`~indexnow_django.runs.SubmissionRun` (checking, batching, sending,
+:mod:`indexnow_django.manual.entries`, models and sitemaps through
+:mod:`indexnow_django.manual.sources`), hands the entries to a
+:class:`~indexnow_django.manual.runs.SubmissionRun` (checking, batching, sending,
 counting) and prints what the run reports: skipped entries, each engine's
 answer, a progress line on a terminal, the summary.
 """
@@ -21,18 +21,18 @@ from typing import IO, Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from indexnow_django.conf import get_settings
-from indexnow_django.entries import Entry, NotText, Ready, read_lines
 from indexnow_django.exceptions import IndexNowConfigError
-from indexnow_django.protocol.client import Engine, Outcome, PostResult, excerpt
-from indexnow_django.protocol.masking import mask_url
-from indexnow_django.runs import Counts, Reporter, SubmissionRun
-from indexnow_django.sources import (
+from indexnow_django.manual.entries import Entry, NotText, Ready, read_lines
+from indexnow_django.manual.runs import Counts, Reporter, SubmissionRun
+from indexnow_django.manual.sources import (
     ChangedSince,
     SourceError,
     model_entries,
     parse_changed_since,
     sitemap_entries,
 )
+from indexnow_django.protocol.client import Engine, Outcome, PostResult, excerpt
+from indexnow_django.protocol.masking import mask_url
 from indexnow_django.transports import chosen
 
 #: Invalid entries listed one by one (at verbosity 1); the summary counts them all.

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -39,16 +38,17 @@ if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
     from rq.queue import Queue
 
-    from ...conf import IndexNowSettings, Problem
-    from ...findings import Diagnosis
+    from ...conf import IndexNowSettings
+    from ...ops.findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
 
 __all__ = ["PUBLISH_FUNC", "RQTransport"]
 
-#: The dotted path scheduled publications' jobs carry.
-PUBLISH_FUNC = "indexnow_django.scheduling.publish"
+#: The dotted path scheduled publications' jobs carry: a stable module's, wherever the
+#: code lives (see ``indexnow_django.jobs``).
+PUBLISH_FUNC = "indexnow_django.jobs.publish"
 
 
 class RQTransport(Transport):
@@ -242,12 +242,6 @@ class RQTransport(Transport):
         from .checks import system_checks
 
         return system_checks(self.conf)
-
-    @classmethod
-    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
-        from .checks import settings_problems
-
-        return settings_problems(conf)
 
 
 def _job_alive(job_id: str) -> bool:

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
-
 from django.apps import apps
-from django.conf import settings
 from django.core import checks
 
-from ...checks import StopsDelivery
-from ...conf import IndexNowSettings, Problem
+from ...conf import IndexNowSettings
+from ...ops.findings import StopsDelivery
 from .wiring import WORKER_CLASS_LINE, configured_worker_class, is_wired
 
-__all__ = ["settings_problems", "system_checks"]
+__all__ = ["system_checks"]
 
 
 def system_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
     """``indexnow.W001``: ``RQ["WORKER_CLASS"]`` does not run each job in a unit of work, so
     saves made by jobs are not submitted (or it cannot be imported, so no worker starts:
-    :class:`~indexnow_django.checks.StopsDelivery`).
+    :class:`~indexnow_django.ops.findings.StopsDelivery`).
     ``indexnow.W005``: ``django_rq`` is not installed, so ``manage.py rqworker`` is missing.
     """
     messages: list[checks.CheckMessage] = []
@@ -46,18 +42,3 @@ def system_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
             )
         )
     return messages
-
-
-def settings_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
-    """``indexnow.E014``: the queue is not in ``RQ_QUEUES`` (``conf``: the merged setting)."""
-    name = conf["QUEUE"]["NAME"]
-    if isinstance(name, str):
-        rq_queues = getattr(settings, "RQ_QUEUES", {}) or {}
-        if name not in rq_queues:
-            yield Problem(
-                "indexnow.E014",
-                f"INDEXNOW['DISPATCH'] is 'queue' but INDEXNOW['QUEUE']['NAME'] {name!r} "
-                "is not in RQ_QUEUES.",
-                f"Add {name!r} to RQ_QUEUES, or set INDEXNOW['QUEUE']['NAME'] to one of: "
-                f"{', '.join(rq_queues) or '(none configured)'}.",
-            )

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings as django_settings
 
 from ...conf import IndexNowSettings
-from ...findings import WRITE_PROBE_KEY, Diagnosis, Status
+from ...ops.findings import WRITE_PROBE_KEY, Diagnosis, Status
 from ...protocol.client import excerpt
 from .diagnose_workers import QueueState, worker_class_finding, workers_section
 

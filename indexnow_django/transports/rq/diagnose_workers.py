@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...conf import IndexNowSettings
-from ...findings import NO_WORKER_FAILS_AFTER, Diagnosis, Status
+from ...ops.findings import NO_WORKER_FAILS_AFTER, Diagnosis, Status
 
 __all__ = ["QueueState", "worker_class_finding", "workers_section"]
 

@@ -2,7 +2,7 @@
 
 A job that saves tracked objects (one of the site's own jobs, not only ours)
 produces URLs like a request does. :class:`Worker` wraps each job it performs
-in :func:`indexnow_django.collector.batch`, so those URLs are flushed once,
+in :func:`indexnow_django.units.collector.batch`, so those URLs are flushed once,
 when the job ends, in the process that ran it (the forked work horse, whose
 ``os._exit`` would skip any ``atexit`` handler). Enable it with one line::
 
@@ -57,7 +57,6 @@ from redis.exceptions import OutOfMemoryError, ReadOnlyError
 from rq.worker import SimpleWorker as RQSimpleWorker
 from rq.worker import Worker as RQWorker
 
-from ...collector import batch
 from ...compat.rq import (
     reap_work_horse,
     scheduler_died,
@@ -65,6 +64,7 @@ from ...compat.rq import (
     take_over_scheduler_lock,
 )
 from ...conf import IndexNowSettings, get_settings, settings_fingerprint
+from ...units.collector import batch
 from .jobs import resend_orphans, resend_stranded
 from .queue import get_queue
 from .wiring import REDIS_OUTAGE, SETTINGS_FIELD, scheduler_death, sweep_every

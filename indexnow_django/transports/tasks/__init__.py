@@ -13,7 +13,7 @@ cannot take a flush, the URLs are sent from the web process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ... import compat
@@ -22,6 +22,7 @@ from ...delivery.inprocess import send_in_process
 from ...delivery.parcel import LIVENESS, Parcel
 from ..base import Enqueued, Publication, Transport
 from .enqueue import (
+    FUNCTIONS,
     backend,
     build_tasks,
     cannot_defer,
@@ -35,8 +36,7 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
     from django.http.response import HttpResponseBase
 
-    from ...conf import Problem
-    from ...findings import Diagnosis
+    from ...ops.findings import Diagnosis
 
 #: A flush's lines are the dispatch's, whichever transport carries it.
 logger = logging.getLogger("indexnow_django.dispatch")
@@ -44,12 +44,15 @@ logger = logging.getLogger("indexnow_django.dispatch")
 __all__ = ["TasksTransport", "build_at_start"]
 
 
-def build_at_start() -> None:
-    """With ``DISPATCH: "tasks"``, build the app's tasks as Django starts, on the configured
-    backend and queue (:func:`~.enqueue.build_tasks`), so that a Celery worker knows them.
-    Never raises: settings or a backend that cannot be loaded are the checks' to report
+def build_at_start(functions: Mapping[str, Callable[..., Any]]) -> None:
+    """Take the app's task functions (:data:`indexnow_django.tasks.FUNCTIONS`) and, with
+    ``DISPATCH: "tasks"``, build the tasks as Django starts, on the configured backend and
+    queue (:func:`~.enqueue.build_tasks`), so that a Celery worker knows them. Never
+    raises: settings or a backend that cannot be loaded are the checks' to report
     (``indexnow.E023``, ``indexnow.W010``), and enqueueing builds the tasks again."""
     from ...conf import get_settings
+
+    FUNCTIONS.update(functions)
 
     try:
         conf = get_settings(resolve_hosts=False)
@@ -130,12 +133,6 @@ class TasksTransport(Transport):
         from .checks import system_checks
 
         return system_checks(self.conf)
-
-    @classmethod
-    def settings_problems(cls, conf: Mapping[str, Any]) -> Iterator[Problem]:
-        from .checks import settings_problems
-
-        return settings_problems(conf)
 
     def schedule_publication(self, publication: Publication) -> str | None:
         return schedule_publication(publication, self.conf)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
-
 from django.core import checks
 
-from ...checks import StopsDelivery
-from ...compat.tasks import tasks_framework
-from ...conf import IndexNowSettings, Problem
+from ...conf import IndexNowSettings
+from ...ops.findings import StopsDelivery
 from .enqueue import backend, cannot_defer
 
-__all__ = ["settings_problems", "system_checks"]
+__all__ = ["system_checks"]
 
 
 def system_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
@@ -22,7 +18,7 @@ def system_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
     retries and scheduled publications do not run there.
     ``indexnow.W010``: the backend cannot be loaded, or does not serve
     ``TASKS["QUEUE_NAME"]``, so every flush falls back to a send from the web
-    process (:class:`~indexnow_django.checks.StopsDelivery`).
+    process (:class:`~indexnow_django.ops.findings.StopsDelivery`).
     """
     try:
         task_backend = backend(conf)
@@ -61,29 +57,3 @@ def system_checks(conf: IndexNowSettings) -> list[checks.CheckMessage]:
             )
         )
     return messages
-
-
-def settings_problems(conf: Mapping[str, Any]) -> Iterator[Problem]:
-    """``indexnow.E023``: no task framework, or the backend is not in ``TASKS`` (``conf``:
-    the merged setting)."""
-    backend = conf["TASKS"]["BACKEND"]
-    if not isinstance(backend, str):
-        return
-    framework = tasks_framework()
-    if framework is None:
-        yield Problem(
-            "indexnow.E023",
-            "INDEXNOW['DISPATCH'] is 'tasks' but this Django has no django.tasks "
-            "(it came with Django 6.0) and the django-tasks backport is not installed.",
-            "pip install django-tasks, or use Django 6.0 or later.",
-        )
-        return
-    configured = list(framework.backends.settings)
-    if backend not in configured:
-        yield Problem(
-            "indexnow.E023",
-            f"INDEXNOW['DISPATCH'] is 'tasks' but INDEXNOW['TASKS']['BACKEND'] "
-            f"{backend!r} is not in settings.TASKS.",
-            f"Add {backend!r} to TASKS, or set INDEXNOW['TASKS']['BACKEND'] to one of: "
-            f"{', '.join(configured) or '(none configured)'}.",
-        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...conf import IndexNowSettings
-from ...findings import NO_WORKER_FAILS_AFTER, Diagnosis, Status
+from ...ops.findings import NO_WORKER_FAILS_AFTER, Diagnosis, Status
 from ...protocol.client import excerpt
 
 __all__ = ["diagnose"]

@@ -18,10 +18,10 @@ nothing of the delivery itself.
 from __future__ import annotations
 
 import datetime
-import importlib
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...compat.tasks import (
@@ -34,7 +34,7 @@ from ...conf import IndexNowSettings
 from ...delivery.parcel import Parcel
 
 if TYPE_CHECKING:
-    from ..base import Publication
+    from ..publication import Publication
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,10 @@ TASK_QUEUE_PREFIX = "task:"
 DELIVERY_TASK = "indexnow_django.tasks.deliver"
 PUBLISH_TASK = "indexnow_django.tasks.publish"
 SWEEP_TASK = "indexnow_django.tasks.sweep"
-_TASKS_MODULE = "indexnow_django.tasks"
+#: The task functions by name (:data:`indexnow_django.tasks.FUNCTIONS`), handed over as
+#: Django starts (:func:`indexnow_django.transports.tasks.build_at_start`): the stable
+#: module's functions import the transport, the transport never imports them.
+FUNCTIONS: dict[str, Callable[..., Any]] = {}
 #: The tasks whose function takes the task's context first.
 _TAKES_CONTEXT = {"deliver"}
 
@@ -119,9 +122,8 @@ def make_task(name: str, conf: IndexNowSettings, run_after: datetime.datetime | 
     key = (id(task_backend), conf.tasks_backend, conf.tasks_queue, name)
     task = _built.get(key)
     if task is None:
-        functions = importlib.import_module(_TASKS_MODULE).FUNCTIONS
         task = task_backend.task_class(
-            func=functions[name],
+            func=FUNCTIONS[name],
             backend=conf.tasks_backend,
             queue_name=conf.tasks_queue,
             takes_context=name in _TAKES_CONTEXT,
@@ -136,7 +138,7 @@ def build_tasks(conf: IndexNowSettings) -> None:
     with its worker when the ``Task`` object is created (django-tasks-celery,
     django-tasks-fennel) then knows them in a worker that never imports
     :mod:`indexnow_django.tasks`. Raises when the backend cannot be loaded."""
-    for name in importlib.import_module(_TASKS_MODULE).FUNCTIONS:
+    for name in FUNCTIONS:
         make_task(name, conf)
 
 

@@ -1,13 +1,14 @@
 """Units of work: where changed URLs wait until they are flushed, once per unit.
 
 A unit of work is an HTTP request (:class:`~indexnow_django.middleware.IndexNowMiddleware`),
-a management command (see :func:`command_unit`; none with ``COMMAND_UNITS: False``), a
+a management command (see :mod:`indexnow_django.units.commands`; none with
+``COMMAND_UNITS: False``), a
 job run by the rq worker class, a ``django.tasks`` task (see :func:`connect_tasks`), a
 Celery task (see :func:`connect_celery`), or
 ``with batch(): ...``. Each has its own :class:`Collector`,
 held in a context variable, so concurrent requests under ASGI never see each
 other's URLs. When the unit ends its URLs go to
-:func:`indexnow_django.dispatch.dispatch` in one call.
+:func:`indexnow_django.units.dispatch.dispatch` in one call.
 
 A command may run for ever (a worker, a consumer loop, a shell), so a command
 holds URLs for :data:`COMMAND_HOLD` seconds at most: a timer flushes what it
@@ -35,7 +36,6 @@ import contextvars
 import functools
 import logging
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -45,11 +45,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from .compat import PendingCallback, run_commands_in
-from .conf import is_enabled
+from ..compat import PendingCallback
+from ..conf import is_enabled
 
 if TYPE_CHECKING:
-    from django.core.management.base import BaseCommand
     from django.db.backends.base.base import BaseDatabaseWrapper
     from django.http import HttpResponseBase
 
@@ -62,12 +61,10 @@ __all__ = [
     "batch",
     "changes_on_commit",
     "collect",
-    "command_unit",
     "connect_celery",
     "connect_tasks",
     "current",
     "hand_over",
-    "install_command_units",
     "submit",
 ]
 
@@ -581,13 +578,13 @@ def connect_tasks() -> None:
     """Make every ``django.tasks`` task a unit of work, flushed when it ends, whichever
     backend runs it (a worker, the ImmediateBackend in a script), through the
     framework's ``task_started`` and ``task_finished`` signals."""
-    from .compat.tasks import tasks_framework
+    from ..compat.tasks import tasks_framework
 
     framework = tasks_framework()
     if framework is None:
         return
     for module in framework.signal_modules:
-        uid = f"indexnow_django.collector.{module.__name__}"
+        uid = f"indexnow_django.units.collector.{module.__name__}"
         module.task_started.connect(_task_started, dispatch_uid=f"{uid}.started")
         module.task_finished.connect(_task_finished, dispatch_uid=f"{uid}.finished")
 
@@ -612,51 +609,6 @@ def connect_celery() -> None:
         return
     from celery import signals as celery_signals
 
-    uid = "indexnow_django.collector.celery"
+    uid = "indexnow_django.units.collector.celery"
     celery_signals.task_prerun.connect(_celery_prerun, weak=False, dispatch_uid=f"{uid}.prerun")
     celery_signals.task_postrun.connect(_celery_postrun, weak=False, dispatch_uid=f"{uid}.postrun")
-
-
-# Management commands ---------------------------------------------------------
-
-
-def install_command_units(enabled: bool = True) -> None:
-    """Make every management command a unit of work (:func:`command_unit`), without
-    changing the commands: Django sends no signal when a command starts or ends, so
-    :func:`indexnow_django.compat.run_commands_in` wraps ``BaseCommand.execute`` once.
-
-    ``enabled``: ``INDEXNOW['COMMAND_UNITS']`` when Django starts; ``False`` leaves
-    ``BaseCommand.execute`` as it is, and a command's URLs are then flushed as they
-    commit, like those of any code outside a unit of work.
-    """
-    if enabled:
-        run_commands_in(command_unit)
-
-
-@contextlib.contextmanager
-def command_unit(command: BaseCommand) -> Iterator[None]:
-    """The unit of work of a management command (``manage.py``, ``call_command``).
-
-    The URLs the command produces are flushed in one call when it returns, or
-    :data:`COMMAND_HOLD` seconds after they were produced if it is still
-    running then (a worker, a consumer loop, a shell). A command run inside
-    another unit (``call_command`` from a view, a job or another command)
-    joins that unit. Django's ``test`` command is no unit of work: what the
-    tests produce is flushed as it commits, into the tests' captures.
-    """
-    running = current()
-    if (running is not None and running.accepts()) or _runs_tests(command):
-        yield
-        return
-    with unit("command", hold=COMMAND_HOLD) as collector:
-        try:
-            yield
-        finally:
-            collector.flush()
-
-
-def _runs_tests(command: BaseCommand) -> bool:
-    """Whether ``command`` is Django's ``test`` command (or a subclass of it)."""
-    # Not imported here when no test command was loaded: it imports the test framework.
-    module = sys.modules.get("django.core.management.commands.test")
-    return module is not None and isinstance(command, module.Command)

@@ -40,8 +40,8 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from .conf import IndexNowSettings, get_settings
-from .crawl.report import CrawlFigures
+from ..conf import IndexNowSettings, get_settings
+from ..crawl.report import CrawlFigures
 
 __all__ = ["OTHER", "Freshness", "ModelFreshness", "freshness", "percentile"]
 
@@ -171,8 +171,8 @@ def freshness(
     days: int = 7, *, conf: IndexNowSettings | None = None, now: datetime | None = None
 ) -> Freshness:
     """The report over the last ``days`` days; see the module."""
-    from .delivery.history import SKIPPED_ENGINE
-    from .models import Delivery
+    from ..delivery.history import SKIPPED_ENGINE
+    from ..models import Delivery
 
     conf = conf or get_settings()
     now = now or timezone.now()
@@ -257,7 +257,7 @@ def freshness(
             texts = {name: said.text for name, said in sorted(answers[url].items())}
             model.not_accepted.append(NotAccepted(url, engine, texts[engine], texts))
     if conf.crawl_enabled:
-        from .crawl.report import crawl_figures
+        from ..crawl.report import crawl_figures
 
         for model in figures.values():
             model.crawled = {}
@@ -269,7 +269,7 @@ def freshness(
 
 
 def _answer(engine: str, status: int | None, answer: str) -> str:
-    from .protocol.client import excerpt
+    from ..protocol.client import excerpt
 
     text = excerpt(answer.removeprefix(f"{engine} answered "), 120)
     code = str(status) if status is not None else "no answer"
@@ -295,9 +295,9 @@ def _owners(urls: set[str], conf: IndexNowSettings) -> dict[str, str]:
 def _current_urls(conf: IndexNowSettings) -> Iterator[tuple[str, str]]:
     from django.apps import apps
 
-    from .protocol.normalize import InvalidURL, normalize_url
-    from .registry import registry
-    from .sources import model_entries
+    from ..manual.sources import model_entries
+    from ..protocol.normalize import InvalidURL, normalize_url
+    from ..registration.registry import registry
 
     for model in sorted(registry, key=lambda model: model._meta.label):
         label = model._meta.label

@@ -1,7 +1,7 @@
 """A submission run: entries in, batches per host out, each URL counted by what became of it.
 
 :class:`SubmissionRun` takes the entries a person gave (read by
-:mod:`indexnow_django.entries` and :mod:`indexnow_django.sources`), checks
+:mod:`indexnow_django.manual.entries` and :mod:`indexnow_django.manual.sources`), checks
 each, drops duplicates, fills one buffer per host and, once a buffer holds
 ``BATCH["MAX_URLS"]`` URLs (and at the end), hands it on: listed for a dry
 run, queued on the chosen transport (:mod:`indexnow_django.transports`), or sent from this process
@@ -21,17 +21,17 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import signals
-from .conf import IndexNowSettings
-from .entries import Entry, Ready
-from .protocol.client import Engine, IndexNowClient, Outcome, PostResult, excerpt
-from .protocol.normalize import (
+from .. import signals
+from ..conf import IndexNowSettings
+from ..protocol.client import Engine, IndexNowClient, Outcome, PostResult, excerpt
+from ..protocol.normalize import (
     InvalidURL,
     foreign_host_reason,
     host_of,
     normalize_entry,
     normalize_url,
 )
+from .entries import Entry, Ready
 
 if TYPE_CHECKING:
     from django.http import HttpResponseBase
@@ -202,7 +202,7 @@ class SubmissionRun:
         """``urls`` less those every engine accepted within the TTL (read-only look-up)."""
         if self.force:
             return urls
-        from .delivery.send import make_debounce
+        from ..delivery.send import make_debounce
 
         store = make_debounce(self.conf)
         if not store.enabled:
@@ -221,8 +221,8 @@ class SubmissionRun:
         self.reporter.would_send(host, fresh, len(urls) - len(fresh))
 
     def _enqueue(self, host: str, urls: list[str]) -> None:
-        from .delivery.parcel import Parcel
-        from .transports import chosen
+        from ..delivery.parcel import Parcel
+        from ..transports import chosen
 
         fresh = self._not_debounced(urls)
         self.counts.debounced += len(urls) - len(fresh)
@@ -256,9 +256,9 @@ class SubmissionRun:
 
     def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
         """Send ``urls`` from this process, retrying what the engines ask to be retried."""
-        from .delivery.parcel import new_batch_id
-        from .delivery.run import rejection_hint
-        from .delivery.send import deliver_now, make_client
+        from ..delivery.parcel import new_batch_id
+        from ..delivery.run import rejection_hint
+        from ..delivery.send import deliver_now, make_client
 
         conf = self.conf
         if self._client is None:
@@ -389,8 +389,8 @@ def send_urls(
     selection makes several jobs rather than one huge one. With ``response`` (an
     ``HttpResponse``), a synchronous send runs after it has gone out. The admin's
     "Send again" and "Submit URLs" send so."""
-    from .delivery.send import chunked
-    from .dispatch import dispatch
+    from ..delivery.send import chunked
+    from ..units.dispatch import dispatch
 
     seen: dict[str, None] = dict.fromkeys(url for url in urls if url)
     for chunk in chunked(seen, conf.max_urls):

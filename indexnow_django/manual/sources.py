@@ -1,7 +1,7 @@
 """URLs to submit that come from the site itself: a registered model's public objects,
 the locations of a sitemaps dict.
 
-Each source yields :class:`~indexnow_django.entries.Entry` values that say
+Each source yields :class:`~indexnow_django.manual.entries.Entry` values that say
 where a URL came from (``blog.Post pk=12``, ``sitemap 'blog' page 1``), lazily:
 a model is read in chunks, a sitemap page at a time. A source that cannot be
 read raises :class:`SourceError` with a message for the person who named it,
@@ -27,8 +27,8 @@ from .entries import Entry
 if TYPE_CHECKING:
     from django.db.models import Model
 
-    from .languages import LanguageState
-    from .registry import ModelIndexNow
+    from ..registration.languages import LanguageState
+    from ..registration.registry import ModelIndexNow
 
 __all__ = [
     "MODEL_CHUNK_SIZE",
@@ -61,7 +61,7 @@ def model_entries(
     """The URLs of every public object of the registered model ``app_label.Model``, or of
     the objects whose primary keys ``pks`` lists (as typed): each that does not exist or
     is not public is an entry with the reason, so that it is reported and counted."""
-    from . import tracking
+    from .. import tracking
 
     try:
         model = apps.get_model(label)
@@ -254,7 +254,7 @@ class ChangedSince:
         return True
 
     def _normalized(self, location: str) -> str:
-        from .protocol.normalize import InvalidURL, normalize_url
+        from ..protocol.normalize import InvalidURL, normalize_url
 
         try:
             return normalize_url(location, self.base_url)

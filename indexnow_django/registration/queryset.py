@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import connections, models, transaction
 from django.db.models import Q
 
-from .collector import batch, collect, current, hand_over
-from .conf import is_enabled
-from .exceptions import RegistrationError
+from ..conf import is_enabled
+from ..exceptions import RegistrationError
+from ..tracking import DRAFT, Seen, fields_changed, rebuilt, state_of, urls_of_change
+from ..units.collector import batch, collect, current, hand_over
 from .registry import Plan, plan_for
-from .tracking import DRAFT, Seen, fields_changed, rebuilt, state_of, urls_of_change
 
 if TYPE_CHECKING:
     _Base = models.QuerySet[Any]

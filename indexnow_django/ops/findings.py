@@ -1,6 +1,6 @@
 """What ``manage.py indexnow_check`` reports: findings, each OK, WARN or FAIL, in sections.
 
-:class:`Diagnosis` gathers them (:mod:`indexnow_django.diagnostics` and each transport's
+:class:`Diagnosis` gathers them (:mod:`indexnow_django.ops.diagnostics` and each transport's
 own sections, :meth:`indexnow_django.transports.Transport.diagnose`); the command prints
 them for a person or as JSON for monitoring.
 """
@@ -12,9 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conf import KEY_RE
-from .protocol.client import excerpt
-from .protocol.masking import mask_key
+from django.core import checks
+
+from ..conf import KEY_RE
+from ..protocol.client import excerpt
+from ..protocol.masking import mask_key
 
 __all__ = [
     "CHECK_SECTIONS",
@@ -25,6 +27,7 @@ __all__ = [
     "Diagnosis",
     "Finding",
     "Status",
+    "StopsDelivery",
     "shown",
 ]
 
@@ -68,6 +71,13 @@ CHECK_SECTIONS: dict[str, str] = {
 
 #: How much of a wrong key file is quoted.
 EXCERPT_CHARS = 60
+
+
+class StopsDelivery(checks.Warning):
+    """A warning to ``manage.py check`` (the site itself runs) that stops delivery.
+
+    ``indexnow_check`` reports it as a failure: jobs are queued but can never run.
+    """
 
 
 class Status(str, enum.Enum):

@@ -18,7 +18,7 @@ successful no-op). Otherwise it submits the object's *current* URLs through
 the normal delivery (a unit of work, so ``dispatch`` with its retries); a
 temporary engine failure is retried there, never by this job. On a site whose
 URLs carry the language, "current URLs" are those of every language the object
-is public in then (:mod:`indexnow_django.languages`).
+is public in then (:mod:`indexnow_django.registration.languages`).
 
 With ``DISPATCH: "tasks"`` the publication is a ``django.tasks`` task with
 ``run_after`` at that moment, carrying the same three values and judged by the
@@ -42,14 +42,14 @@ from django.core import checks
 from django.db import transaction
 from django.utils import timezone
 
-from .conf import get_settings, validate
-from .transports import chosen
-from .transports.base import Publication, whole_seconds
+from ..conf import get_settings, validate
+from ..transports import chosen
+from ..transports.base import Publication, whole_seconds
 
 if TYPE_CHECKING:
     from django.db import models
 
-    from .registry import ModelIndexNow
+    from ..registration.registry import ModelIndexNow
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +124,8 @@ def publish(label: str, pk: Any, timestamp: int) -> str:
     Returns what it did (kept as the job's or task's result). A stale job (the
     object gone, its time moved, not public, no URLs) returns without sending.
     """
+    from ..registration.registry import get_registration
     from .collector import batch, submit
-    from .registry import get_registration
 
     publication = Publication(label, pk, timestamp)
     try:
@@ -173,7 +173,7 @@ def check_scheduling(
     conf = get_settings(resolve_hosts=False)
     if not conf.enabled:
         return []
-    from .registry import registry
+    from ..registration.registry import registry
 
     labels = sorted(model._meta.label for model, options in registry.items() if options.publish_at)
     if not labels:

@@ -25,9 +25,11 @@ from urllib.parse import urljoin, urlsplit
 import requests
 from django.core import checks
 
-from .checks import StopsDelivery
-from .conf import IndexNowSettings, get_settings, validate
-from .exceptions import IndexNowConfigError
+from ..conf import IndexNowSettings, get_settings, validate
+from ..exceptions import IndexNowConfigError
+from ..protocol.client import USER_AGENT, excerpt
+from ..protocol.masking import mask_key, mask_url, mask_url_in
+from ..transports import Transport, chosen
 from .findings import (
     CHECK_SECTIONS,
     EXCERPT_CHARS,
@@ -36,11 +38,9 @@ from .findings import (
     Diagnosis,
     Finding,
     Status,
+    StopsDelivery,
     shown,
 )
-from .protocol.client import USER_AGENT, excerpt
-from .protocol.masking import mask_key, mask_url, mask_url_in
-from .transports import Transport, chosen
 
 logger = logging.getLogger(__name__)
 
@@ -276,7 +276,7 @@ def _check_findings(diag: Diagnosis) -> None:
     """The findings of the system checks (``manage.py check``), each in its section.
 
     Errors fail delivery; warnings are warnings, except those that stop it
-    (:class:`~indexnow_django.checks.StopsDelivery`). Checks silenced by
+    (:class:`~indexnow_django.ops.findings.StopsDelivery`). Checks silenced by
     ``SILENCED_SYSTEM_CHECKS`` are left out here too.
     """
     for message in checks.run_checks(tags=["indexnow"]):
@@ -494,7 +494,7 @@ def _cache_reach(alias: str) -> _CacheReach:
     from django.core.cache.backends.filebased import FileBasedCache
     from django.core.cache.backends.locmem import LocMemCache
 
-    from .compat import redis_cache_client
+    from ..compat import redis_cache_client
 
     cache = caches[alias]
     backend = type(cache).__qualname__
@@ -600,7 +600,7 @@ def _debounce_section(diag: Diagnosis, conf: IndexNowSettings, worker_hosts: Seq
 def _models_section(diag: Diagnosis) -> None:
     from django.apps import apps
 
-    from .tracking import ModelIndexNow, registry
+    from ..tracking import ModelIndexNow, registry
 
     # Pages that an installed app tracks with no registration (Wagtail's, django CMS's).
     found = (getattr(app, "indexnow_tracked", None) for app in apps.get_app_configs())
@@ -660,7 +660,7 @@ def _pending_section(diag: Diagnosis, conf: IndexNowSettings | None) -> None:
     from django.db.models import Count, Min
     from django.utils import timezone
 
-    from .delivery.pending import SETTINGS_INVALID, PendingSubmission
+    from ..delivery.pending import SETTINGS_INVALID, PendingSubmission
 
     table = PendingSubmission._meta.db_table
     unsettled = PendingSubmission.objects.filter(reason__startswith=SETTINGS_INVALID)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from .protocol.normalize import (
+from ..protocol.normalize import (
     MAX_URL_LENGTH,
     InvalidURL,
     canonical_lines,
@@ -21,7 +21,7 @@ from .protocol.normalize import (
 )
 
 if TYPE_CHECKING:
-    from .conf import IndexNowSettings
+    from ..conf import IndexNowSettings
 
 __all__ = [
     "MAX_LINE_BYTES",

@@ -25,11 +25,11 @@ from django.apps import apps
 from django.db import models
 from django.utils import timezone, translation
 
-from .conf import IndexNowSettings
-from .languages import in_language
-from .protocol.masking import mask_key, mask_url
-from .protocol.normalize import InvalidURL, foreign_host_reason, host_of, normalize_url
-from .transports import chosen
+from ..conf import IndexNowSettings
+from ..protocol.masking import mask_key, mask_url
+from ..protocol.normalize import InvalidURL, foreign_host_reason, host_of, normalize_url
+from ..registration.languages import in_language
+from ..transports import chosen
 
 __all__ = ["ExplainError", "explain"]
 
@@ -100,7 +100,7 @@ def _coverage(
         found = hook(model, obj, now) if callable(hook) else None
         if found is not None:
             return dict(found)
-    from . import tracking
+    from .. import tracking
 
     options = tracking.get_registration(model)
     if options is None:
@@ -176,7 +176,7 @@ def _wagtail_page(model: type[models.Model]) -> type[Any] | None:
 
 
 def _wagtail(obj: Any, now: datetime.datetime) -> dict[str, Any]:
-    from .contrib.wagtail.pages import PageURLs
+    from ..contrib.wagtail.pages import PageURLs
 
     pages = PageURLs()
     why = ["live" if obj.live else "not live (a draft, or unpublished): not public"]
@@ -233,8 +233,8 @@ def _debounce(
     urls: list[str], entries: list[dict[str, Any]], conf: IndexNowSettings
 ) -> list[dict[str, Any]]:
     """Per engine and URL: sent now, or left out until when (read only)."""
-    from .delivery.history import last_accepted
-    from .delivery.send import make_debounce
+    from ..delivery.history import last_accepted
+    from ..delivery.send import make_debounce
 
     store = make_debounce(conf)
     allowed = {e["url"] for e in entries if e.get("allowed")}
@@ -284,7 +284,7 @@ def _scheduled(
     """The scheduled submission that waits for the object's ``publish_at``, if any."""
     if when is None:
         return None
-    from .scheduling import Publication, whole_seconds
+    from ..units.scheduling import Publication, whole_seconds
 
     publication = Publication(model._meta.label, obj.pk, whole_seconds(when))
     found: dict[str, Any] = {"at": publication.at.isoformat(), "job_id": publication.job_id}
@@ -296,8 +296,8 @@ def _deliveries(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]]
     """The last POSTs that carried any of ``urls``, newest first; ``None`` without history."""
     if not conf.history_enabled or not urls:
         return None if not conf.history_enabled else []
-    from .delivery.history import with_urls
-    from .models import Delivery
+    from ..delivery.history import with_urls
+    from ..models import Delivery
 
     rows = (
         with_urls(Delivery.objects.all(), urls)
@@ -322,7 +322,7 @@ def _crawled(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]] | 
     receipts off."""
     if not conf.crawl_enabled:
         return None
-    from .crawl.receipts import as_dict, last_fetches
+    from ..crawl.receipts import as_dict, last_fetches
 
     return [as_dict(receipt) for receipt in last_fetches(urls)] if urls else []
 

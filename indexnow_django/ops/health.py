@@ -32,9 +32,9 @@ from typing import Any
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
-from .conf import IndexNowSettings
-from .delivery.escalation import FAILURES_BEFORE_CRITICAL
-from .protocol.client import excerpt
+from ..conf import IndexNowSettings
+from ..delivery.escalation import FAILURES_BEFORE_CRITICAL
+from ..protocol.client import excerpt
 
 __all__ = [
     "FAIL",
@@ -171,7 +171,7 @@ def host_engine_health(
     """The :class:`Health` of each host and engine of ``conf`` (or of ``pairs``, ``(host,
     engine name)``), in order. Raises :class:`django.db.DatabaseError` when the history
     cannot be read."""
-    from .models import Delivery
+    from ..models import Delivery
 
     now = now or timezone.now()
     if pairs is None:
@@ -242,7 +242,7 @@ def findings(conf: IndexNowSettings) -> Iterator[tuple[str, str, str | None, dic
     host and engine (or one that says why there is nothing to tell)."""
     from django.db import DatabaseError
 
-    from .models import Delivery
+    from ..models import Delivery
 
     if not conf.history_enabled:
         yield (

@@ -35,17 +35,18 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from .conf import get_settings, is_enabled
-from .delivery.parcel import Parcel
-from .delivery.pending import DRAIN_SLICE, PendingSubmission, keep_unsettled, take_unsettled
-from .delivery.send import clean_urls, gone_urls
-from .exceptions import IndexNowConfigError
-from .transports import chosen
+from ..conf import get_settings, is_enabled
+from ..delivery.parcel import Parcel
+from ..delivery.pending import DRAIN_SLICE, PendingSubmission, keep_unsettled, take_unsettled
+from ..delivery.send import clean_urls, gone_urls
+from ..exceptions import IndexNowConfigError
+from ..transports import chosen
 
 if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
 
-logger = logging.getLogger(__name__)
+#: The flush lines, whichever transport carries them (see transports.base).
+logger = logging.getLogger("indexnow_django.dispatch")
 
 __all__ = ["Interceptor", "dispatch", "intercept"]
 

@@ -14,7 +14,7 @@ keeps the active language only (``"current"``).
 (``None``: the active one, as on a site with one language, at the cost of one
 function call), and :func:`in_language` makes one of them current for an
 object; the registration works an object out in each of them
-(:meth:`~indexnow_django.registry.ModelIndexNow.states`), which change
+(:meth:`~indexnow_django.registration.registry.ModelIndexNow.states`), which change
 tracking, scheduled publications, ``indexnow_submit --model`` and the admin
 all go through.
 
