@@ -15,8 +15,8 @@ them, and each passes or fails on its own, with the site run's failure text.
 - Running: once the run knows which tests it selected (the xdist controller when
   a worker has collected, the pytest process itself with ``-n0``), it starts each
   site's pytest process on that site's selected tests, in the background, beside
-  the rest of the suite. An item waits for its site's report and passes or fails
-  with what it says; whichever worker runs it.
+  the rest of the suite, whose tests run first. An item waits for its site's
+  report and passes or fails with what it says; whichever worker runs it.
 - The site's process has its own redis-server, loopback engine and database.
 """
 
@@ -279,6 +279,12 @@ class SiteRuns:
                 site = SiteSuite(folder)
                 site.start(selected)
                 self.started.append(site)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """The sites' tests last (in every xdist worker alike): their runs, started as the
+        run begins, have the rest of the suite's time to finish beside it."""
+        items.sort(key=lambda item: isinstance(item, SiteItem))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """One process (``-n0``): it starts them itself. An xdist worker does not."""

@@ -8,10 +8,6 @@ engine, the workers are real rq workers with the scheduler.
 
 from __future__ import annotations
 
-import json
-import re
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -24,8 +20,7 @@ from indexnow_django.dispatch import dispatch
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import coalesce
 from indexnow_django.transports.rq.queue import get_queue
-from tests.rqhelpers import FAST_SWEEP, failed_ids
-from tests.services import ROOT, django_env
+from tests.rqhelpers import FAST_SWEEP, failed_ids, stream_from_processes
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -69,34 +64,7 @@ def test_a_stream_from_two_processes_is_one_post_per_window(
     (each process prints the windows it flushed in), not one per flush."""
     indexnow_settings(**SHIPPED)
     start_worker(SHIPPED)
-    code = (
-        "import time\n"
-        "from indexnow_django.dispatch import dispatch\n"
-        "for i in range(START, START + 8):\n"
-        "    before = time.time()\n"
-        "    dispatch([f'https://www.example.com/p/{i}/'])\n"
-        f"    print(int(before // {WINDOW}), int(time.time() // {WINDOW}))\n"
-        "    time.sleep(0.1)\n"
-    )
-    env = django_env(INDEXNOW_TEST_OVERRIDES=json.dumps(SHIPPED))
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "django", "shell", "-c", code.replace("START", str(start))],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for start in (0, 100)
-    ]
-    windows = set()
-    for process in processes:
-        output, _ = process.communicate(timeout=60)
-        assert process.returncode == 0
-        flushed = re.findall(r"^(\d+) (\d+)$", output, re.MULTILINE)
-        assert len(flushed) == 8, output
-        for first, last in flushed:
-            windows.update(range(int(first), int(last) + 1))
+    windows = stream_from_processes(SHIPPED, (0, 100), count=8, pause=0.1, window=WINDOW)
 
     expected = [url(i) for i in (*range(8), *range(100, 108))]
     wait_for_urls(engine, expected, timeout=60)
