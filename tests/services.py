@@ -30,6 +30,8 @@ started, as the suite would (``python -m tests.services python -m django shell
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
@@ -296,6 +299,15 @@ def run_dir() -> Path:
         _run_dir = Path(tempfile.mkdtemp(prefix="indexnow-run-"))
         path = os.environ[RUN_DIR] = str(_run_dir)
     return Path(path)
+
+
+@contextlib.contextmanager
+def run_lock(name: str) -> Iterator[Path]:
+    """Hold the run's lock ``name`` (one process of the run at a time) and give the run's
+    folder: for what one process works out for all of them, once (a build, a collection)."""
+    with open(run_dir() / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield run_dir()
 
 
 def start() -> None:

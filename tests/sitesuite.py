@@ -22,7 +22,6 @@ them, and each passes or fails on its own, with the site run's failure text.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -126,8 +125,7 @@ class SiteSuite:
         """The site's tests, in its run's order: collected once per run."""
         if self._collected is None:
             shared = self._file("collected.json")
-            with open(self._file("lock"), "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
+            with services.run_lock(self.name):
                 if not shared.exists():
                     self._collect(shared)
             self._collected = json.loads(shared.read_text())

@@ -651,9 +651,11 @@ def test_a_frozen_redis_under_concurrent_saves_answers_in_normal_time_and_sends_
     finally:
         private_redis.thaw()
         frozen_for = time.monotonic() - frozen_at
-    if not worker.running():
+    if "quitting" in worker.output() or not worker.running():
         # rq's worker quits when its Redis stays silent long enough (a slow machine makes
-        # the frozen phase that long): started again, as its supervisor would.
+        # the frozen phase that long): started again once it is gone, as its supervisor
+        # would.
+        worker.stop()
         start_worker(overrides, extra_env=worker_env, conn=conn)
     assert sent(frozen, 90) == []
     # Whatever is still to run (a twin of a kept flush) runs now.
