@@ -169,11 +169,18 @@ class WorkerProcess:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while "cold shut down" not in self.output().lower() and self.running():
+        while not self._cold():
             assert time.monotonic() < deadline, f"no cold shutdown:\n{self.output()}"
             self.proc.send_signal(signal.SIGTERM)
-            time.sleep(0.25)
-        self.proc.wait(30)
+            # Told within a moment when it was not ignored (one signal at a time: a
+            # signal more while it shuts down is one more shutdown under way).
+            until = time.monotonic() + 1.5
+            while not self._cold() and time.monotonic() < until:
+                time.sleep(0.05)
+        self.proc.wait(60)
+
+    def _cold(self) -> bool:
+        return "cold shut down" in self.output().lower() or not self.running()
 
     def stop(self, timeout: float = 15.0) -> None:
         """Warm shutdown (SIGTERM: the current job finishes), then SIGKILL the whole group."""
