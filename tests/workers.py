@@ -177,7 +177,13 @@ class WorkerProcess:
             until = time.monotonic() + 1.5
             while not self._cold() and time.monotonic() < until:
                 time.sleep(0.05)
-        self.proc.wait(60)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(30)
+        # rq has killed the horse and said so; a teardown that lingers after that (on a
+        # busy machine, now and then) is ended as a supervisor would end it.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(5)
 
     def _cold(self) -> bool:
         return "cold shut down" in self.output().lower() or not self.running()
