@@ -24,7 +24,7 @@ def tests(session: nox.Session, django: str) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-#: The tests that start no rq worker and take no seconds of their own: about a minute.
+#: The tests that start no rq worker and take no seconds of their own: two to three minutes.
 FAST = ["-m", "not worker and not slow"]
 
 

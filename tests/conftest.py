@@ -27,6 +27,18 @@ from tests import services
 pytest_plugins = ["tests.workers"]
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings() -> None:
+    """The test databases keep the names the settings give them.
+
+    pytest-django appends a suffix per xdist worker (``_1``, ``_2``...) so that
+    workers sharing a database server do not share a database; here each test
+    process has a database of its own already (``tests/services.py``), and the
+    rq workers a test starts, which read the settings and not pytest-django's
+    suffix, must reach the same one.
+    """
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _database_features(django_db_setup: None, django_db_blocker: Any) -> None:
     """Ask each test database once what it supports, with access allowed.

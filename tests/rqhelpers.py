@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -125,3 +129,43 @@ def exc_string(job: Job) -> str:
     result = job.latest_result()
     text: Any = result.exc_string if result is not None else job.exc_info
     return str(text or "")
+
+
+def stream_from_processes(
+    overrides: dict[str, Any], starts: Iterable[int], count: int, pause: float, window: float
+) -> set[int]:
+    """Flush ``https://www.example.com/p/{i}/`` for ``count`` values of ``i`` from each of
+    ``starts``, one every ``pause`` seconds, each series in a ``django shell`` process of
+    its own with ``overrides``; the coalescing windows (of ``window`` seconds) the flushes
+    fell in, as each process saw them (a flush's window is read from the clock)."""
+    from tests.services import ROOT, django_env
+
+    code = (
+        "import time\n"
+        "from indexnow_django.units.dispatch import dispatch\n"
+        f"for i in range(START, START + {count}):\n"
+        "    before = time.time()\n"
+        "    dispatch([f'https://www.example.com/p/{i}/'])\n"
+        f"    print(int(before // {window}), int(time.time() // {window}))\n"
+        f"    time.sleep({pause})\n"
+    )
+    env = django_env(INDEXNOW_TEST_OVERRIDES=json.dumps(overrides))
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "django", "shell", "-c", code.replace("START", str(start))],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for start in starts
+    ]
+    windows: set[int] = set()
+    for process in processes:
+        output, _ = process.communicate(timeout=60)
+        assert process.returncode == 0
+        flushed = re.findall(r"^(\d+) (\d+)$", output, re.MULTILINE)
+        assert len(flushed) == count, output
+        for first, last in flushed:
+            windows.update(range(int(first), int(last) + 1))
+    return windows

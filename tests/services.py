@@ -1,13 +1,27 @@
 """Real services for the test suite: a redis-server and a loopback engine.
 
-The test session starts them (``tests/plugin.py``, before pytest-django reads
-the settings), with the database the run uses, and exports their addresses in
+Each test process starts its own (``tests/plugin.py``, before pytest-django
+reads the settings), with the database it uses, and exports their addresses in
 the environment: ``tests.settings`` only reads them there, so worker processes
-started by the tests (which import the same settings) and a project run by
+started by a test (which import the same settings) and a project run by
 Django's test runner from a test reach the same Redis and post to the same
-engine, where the tests read what arrived.
+engine, where the test reads what arrived. Under pytest-xdist each worker
+process is such a test process: its own redis-server, engine and database, so
+that workers never flush, read or lock each other's.
 
-``REDIS_URL`` set by the caller wins: then no redis-server is started.
+What a test uses, in the process that runs it:
+
+- Redis: the ``redis_url`` fixture (``redis://127.0.0.1:PORT``, no database
+  part; the queue is database 0, the ``shared`` cache database 1) or
+  ``settings.REDIS_URL``;
+- the engine: the ``engine`` fixture (``engine.url``, what it received);
+- the database: ``settings.DATABASES`` (SQLite file ``INDEXNOW_TEST_DB``, or
+  PostgreSQL database ``INDEXNOW_TEST_PG_NAME``), the same for the processes a
+  test starts;
+- a port for a server of its own: :func:`free_port`.
+
+``REDIS_URL`` set by the caller wins: then no redis-server is started (and the
+suite runs in one process: parallel workers would flush each other's queues).
 ``python -m tests.services COMMAND...`` runs a command with the services
 started, as the suite would (``python -m tests.services python -m django shell
 --settings tests.settings``).
@@ -16,6 +30,8 @@ started, as the suite would (``python -m tests.services python -m django shell
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -24,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
@@ -33,6 +50,26 @@ from indexnow_django.testing import LoopbackEngine
 _engine: LoopbackEngine | None = None
 _redis_server: RedisServer | None = None
 
+#: The variables of the services a test session started (as opposed to the ones its
+#: caller gave), comma-separated: an xdist worker inherits the controller's environment
+#: and starts its own in their place (:func:`forget_inherited`).
+STARTED = "INDEXNOW_TEST_STARTED"
+
+
+def _mark_started(name: str) -> None:
+    names = [n for n in os.environ.get(STARTED, "").split(",") if n]
+    if name not in names:
+        os.environ[STARTED] = ",".join([*names, name])
+
+
+def forget_inherited() -> None:
+    """In a process that inherited a parent session's environment (an xdist worker): drop
+    the addresses of the services that session started, so that :func:`start` starts this
+    process's own. Addresses the caller of the whole run gave stay."""
+    for name in os.environ.pop(STARTED, "").split(","):
+        if name:
+            os.environ.pop(name, None)
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -40,7 +77,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: ask Linux to stop the server when the test process dies, however it dies."""
     try:
         import ctypes
@@ -93,7 +130,7 @@ class RedisServer:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + 10
         while True:
@@ -164,7 +201,7 @@ class SentinelGroup:
             [self.master.binary, str(config), "--sentinel", "--loglevel", "warning"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + 20
         while True:
@@ -236,6 +273,7 @@ def ensure_redis() -> str:
     if not url:
         url = _start_redis()
         os.environ["REDIS_URL"] = url
+        _mark_started("REDIS_URL")
     return url.rstrip("/")
 
 
@@ -248,8 +286,33 @@ def redis_process() -> subprocess.Popen[bytes] | None:
     return _redis_server.proc if _redis_server is not None else None
 
 
+RUN_DIR = "INDEXNOW_TEST_RUN_DIR"
+_run_dir: Path | None = None
+
+
+def run_dir() -> Path:
+    """A folder the processes of one run share (an xdist controller and its workers),
+    removed when the process that made it stops: what one worker works out for all."""
+    global _run_dir
+    path = os.environ.get(RUN_DIR)
+    if not path:
+        _run_dir = Path(tempfile.mkdtemp(prefix="indexnow-run-"))
+        path = os.environ[RUN_DIR] = str(_run_dir)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def run_lock(name: str) -> Iterator[Path]:
+    """Hold the run's lock ``name`` (one process of the run at a time) and give the run's
+    folder: for what one process works out for all of them, once (a build, a collection)."""
+    with open(run_dir() / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield run_dir()
+
+
 def start() -> None:
     """Start what a run of the suite needs, unless a parent process did (see the module)."""
+    run_dir()
     ensure_redis()
     ensure_engine()
     if os.environ.get("INDEXNOW_TEST_DATABASE", "sqlite") == "postgres":
@@ -265,6 +328,8 @@ def stop() -> None:
         _engine.stop()
         _engine = None
     _stop_redis()
+    if _run_dir is not None:
+        shutil.rmtree(_run_dir, ignore_errors=True)
 
 
 def address(name: str) -> str:
@@ -287,6 +352,7 @@ def ensure_engine() -> str:
         return url
     _engine = LoopbackEngine().start()
     os.environ["INDEXNOW_TEST_ENGINE_URL"] = _engine.url
+    _mark_started("INDEXNOW_TEST_ENGINE_URL")
     return _engine.url
 
 
@@ -303,6 +369,7 @@ def ensure_database() -> str:
     if not path:
         path = str(Path(tempfile.mkdtemp(prefix="indexnow-db-")) / "test.sqlite3")
         os.environ["INDEXNOW_TEST_DB"] = path
+        _mark_started("INDEXNOW_TEST_DB")
     return path
 
 
@@ -338,8 +405,10 @@ def ensure_postgres() -> str:
             f"{POSTGRES['HOST']}:{POSTGRES['PORT']} for user {POSTGRES['USER']} without a "
             f"password: start one (trust auth) or leave the variable unset for SQLite. ({error})"
         ) from None
+    # The process id keeps apart the runs on one server, and the xdist workers of a run.
     name = f"indexnow_tests_{os.getpid()}"
     os.environ["INDEXNOW_TEST_PG_NAME"] = name
+    _mark_started("INDEXNOW_TEST_PG_NAME")
     return name
 
 
@@ -387,28 +456,3 @@ if __name__ == "__main__":
         sys.exit(subprocess.call(sys.argv[1:]) if sys.argv[1:] else 0)
     finally:
         stop()
-
-
-def run_site_suite(path: str, settings: str) -> tuple[subprocess.CompletedProcess[str], str]:
-    """Run the tests of a site with settings of its own (``tests/wagtail_site``, say) in a
-    pytest process of its own: its own loopback engine and database, this suite's Redis.
-
-    Returns the finished process and its last line (pytest's summary).
-    """
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        # Its own engine (to read what it received) and database; the same Redis,
-        # which nothing else uses while the caller waits.
-        if name not in ("INDEXNOW_TEST_ENGINE_URL", "INDEXNOW_TEST_DB", "DJANGO_SETTINGS_MODULE")
-    }
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", path, "--ds", settings, "-p", "no:cacheprovider", "-q"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    output = result.stdout + result.stderr
-    return result, output.strip().splitlines()[-1] if output.strip() else ""

@@ -4,8 +4,6 @@ every process, in one delivery; one Redis round trip per flush (and one per wind
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import time
 from typing import Any
@@ -18,8 +16,7 @@ from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import coalesce
 from indexnow_django.transports.rq.queue import get_queue
 from indexnow_django.units.dispatch import dispatch
-from tests.rqhelpers import FAST_RETRY, failed_ids
-from tests.services import ROOT, django_env
+from tests.rqhelpers import FAST_RETRY, failed_ids, stream_from_processes
 
 WINDOW = 2
 
@@ -163,32 +160,15 @@ def test_flushes_from_two_processes_are_one_post_per_window(
 ):
     overrides = coalesce_settings(indexnow_settings)
     start_worker(overrides)
-    code = (
-        "import time\n"
-        "from indexnow_django.units.dispatch import dispatch\n"
-        "for i in range(START, START + 10):\n"
-        "    dispatch([f'https://www.example.com/p/{i}/'])\n"
-        "    time.sleep(0.05)\n"
-    )
-    env = django_env(INDEXNOW_TEST_OVERRIDES=json.dumps(overrides))
-    wait_for_window_start()
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "django", "shell", "-c", code.replace("START", str(start))],
-            cwd=ROOT,
-            env=env,
-        )
-        for start in (0, 100)
-    ]
-    for process in processes:
-        assert process.wait(60) == 0
+    windows = stream_from_processes(overrides, (0, 100), count=10, pause=0.05, window=WINDOW)
 
     expected = sorted([url(i) for i in range(10)] + [url(i) for i in range(100, 110)])
     deadline = time.monotonic() + 20
     while sorted(engine.posted_urls()) != expected and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sorted(engine.posted_urls()) == expected  # each URL once
-    assert len(engine.posts) <= 2  # one per window: the flushes took about a second
+    # 20 flushes in a few windows (one or two, on a machine that keeps up): a POST per window.
+    assert len(engine.posts) <= len(windows) < 20, (len(engine.posts), windows)
     assert failed_ids(redis_conn) == []
 
 

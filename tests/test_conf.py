@@ -164,6 +164,30 @@ def quick_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live_hosts, "HOSTS_REREAD_SECONDS", 0.0)
 
 
+class HostsClock:
+    """``time`` for the hosts' cache, its monotonic clock moved on by hand: no waiting
+    out a refresh."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+@pytest.fixture
+def hosts_clock(monkeypatch: pytest.MonkeyPatch) -> HostsClock:
+    clock = HostsClock()
+    monkeypatch.setattr(live_hosts, "time", clock)
+    return clock
+
+
 @pytest.mark.django_db
 def test_a_tenant_added_at_run_time_is_submitted_with_its_own_key(
     indexnow_settings: Any, engine: Any, quick_refresh: None
@@ -183,7 +207,10 @@ def test_a_tenant_added_at_run_time_is_submitted_with_its_own_key(
 
 @pytest.mark.django_db
 def test_the_hosts_are_read_again_after_a_few_seconds_not_at_each_use(
-    indexnow_settings: Any, monkeypatch: pytest.MonkeyPatch, django_assert_num_queries: Any
+    indexnow_settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    django_assert_num_queries: Any,
+    hosts_clock: HostsClock,
 ) -> None:
     monkeypatch.setattr(live_hosts, "HOSTS_REFRESH_SECONDS", 0.5)
     indexnow_settings(HOSTS=TENANTS)
@@ -192,12 +219,12 @@ def test_the_hosts_are_read_again_after_a_few_seconds_not_at_each_use(
     with django_assert_num_queries(0):
         for _ in range(100):
             assert "later.tenants.test" not in get_settings().hosts
-    time.sleep(0.6)
+    hosts_clock.advance(0.6)
     assert get_settings().host_config("later.tenants.test").key == tenant_key("later.tenants.test")
 
 
 def test_an_app_configs_hook_is_read_again(
-    monkeypatch: pytest.MonkeyPatch, quick_refresh: None
+    monkeypatch: pytest.MonkeyPatch, quick_refresh: None, hosts_clock: HostsClock
 ) -> None:
     tenants = ["one.hooked.test"]
     monkeypatch.setattr(
@@ -205,12 +232,15 @@ def test_an_app_configs_hook_is_read_again(
     )
     assert "one.hooked.test" in get_settings().hosts
     tenants.append("two.hooked.test")
-    time.sleep(0.4)
+    hosts_clock.advance(0.4)
     assert get_settings().host_config("two.hooked.test").key == get_settings().key
 
 
 def test_a_failing_read_keeps_the_hosts_read_before(
-    monkeypatch: pytest.MonkeyPatch, quick_refresh: None, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch,
+    quick_refresh: None,
+    caplog: pytest.LogCaptureFixture,
+    hosts_clock: HostsClock,
 ) -> None:
     answers: list[Any] = [["ok.hooked.test"]]
 
@@ -222,7 +252,7 @@ def test_a_failing_read_keeps_the_hosts_read_before(
     monkeypatch.setattr(apps.get_app_config("testapp"), "indexnow_hosts", hook, raising=False)
     assert "ok.hooked.test" in get_settings().hosts
     answers.append(ConnectionError("the tenants' database is away"))
-    time.sleep(0.4)
+    hosts_clock.advance(0.4)
     with caplog.at_level(logging.ERROR, logger="indexnow_django"):
         assert "ok.hooked.test" in get_settings().hosts
     assert "could not read the hosts again (ConnectionError: the tenants' database is away)" in (

@@ -1,29 +1,14 @@
-"""Languages: which languages a registration is worked out in, and the multilingual
-test site (``tests/i18n_site``: django-modeltranslation and django-parler with
-``i18n_patterns``), which runs in its own pytest process with its own settings."""
+"""Languages: which languages a registration is worked out in. The multilingual test
+site (``tests/i18n_site``: django-modeltranslation and django-parler with
+``i18n_patterns``) runs in its own pytest process with its own settings
+(``tests/sitesuite.py``)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import pytest
-
-from tests.services import run_site_suite
-
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.mark.slow
-def test_the_multilingual_site() -> None:
-    import modeltranslation  # noqa: F401 (the test extra installs both: missing is an error)
-    import parler  # noqa: F401
-
-    result, summary = run_site_suite("tests/i18n_site", "tests.i18n_site.settings")
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-20000:]
-    assert re.search(r"\d+ passed", summary), output[-5000:]
-    assert not re.search(r"skipped|xfail|deselected|error", summary), summary
 
 
 # Which languages a registration is worked out in ------------------------------------------

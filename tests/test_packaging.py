@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -12,20 +13,31 @@ from pathlib import Path
 
 import pytest
 
+from tests import services
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """An sdist, and a wheel built from that sdist (as ``python -m build`` does)."""
-    out = tmp_path_factory.mktemp("dist")
-    result = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+def dists() -> dict[str, Path]:
+    """An sdist, and a wheel built from that sdist (as ``python -m build`` does).
+
+    Built once per run, and shared by the xdist workers whose tests need it: two builds
+    at once in one source tree would trip on each other's ``egg-info``.
+    """
+    with services.run_lock("dist") as folder:
+        out = folder / "dist"
+        if not out.exists():
+            building = folder / "dist-building"
+            shutil.rmtree(building, ignore_errors=True)  # what a failed build left
+            result = subprocess.run(
+                [sys.executable, "-m", "build", "--outdir", str(building), str(ROOT)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+            building.rename(out)
     (sdist,) = out.glob("*.tar.gz")
     (wheel,) = out.glob("*.whl")
     return {"sdist": sdist, "wheel": wheel}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Iterator
 from io import StringIO
 from typing import Any
@@ -49,7 +50,9 @@ def test_one_signal_per_post_with_what_the_engine_answered(
 ) -> None:
     indexnow_settings(HOSTS=["www.example.com", "blog.example.com"])
 
+    started = time.monotonic()
     submit(A, B, "https://blog.example.com/c/", "--sync")
+    took = time.monotonic() - started
 
     assert len(engine.posts) == 2
     assert [(s["host"], s["count"], s["outcome"], s["status"], s["attempt"]) for s in sent] == [
@@ -59,7 +62,7 @@ def test_one_signal_per_post_with_what_the_engine_answered(
     first = sent[0]
     assert first["sender"] is None
     assert first["engine"] == f"127.0.0.1:{engine.port}/indexnow"
-    assert isinstance(first["duration"], float) and 0 < first["duration"] < 3
+    assert isinstance(first["duration"], float) and 0 < first["duration"] <= took
     assert re.fullmatch(r"[0-9a-f]{16}", first["batch_id"])
 
 

@@ -1,8 +1,11 @@
-"""Fixtures of the Wagtail tests; they are collected only under their own settings.
+"""The Wagtail tests: fixtures under their own settings, items of the main run under its.
 
-The main suite (``tests.settings``, no Wagtail in ``INSTALLED_APPS``) skips
-collecting this folder: ``tests/test_contrib_wagtail.py`` runs it in a
-separate pytest process with ``--ds tests.wagtail_site.settings``.
+They need Wagtail's apps in ``INSTALLED_APPS`` (``tests.wagtail_site.settings``),
+which the rest of the suite runs without: the main run (``tests.settings``) hands
+this folder's test modules to ``tests/sitesuite.py``, which runs them with
+``--ds tests.wagtail_site.settings`` in a pytest process of their own and shows
+each as a test of its own. ``python -m pytest tests/wagtail_site --ds
+tests.wagtail_site.settings`` runs them alone.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import os
 SETTINGS = "tests.wagtail_site.settings"
 
 if os.environ.get("DJANGO_SETTINGS_MODULE") != SETTINGS:
-    collect_ignore_glob = ["*"]
+    from tests.sitesuite import suite
+
+    # A missing Wagtail is an error, not a skip: the test extra installs it.
+    pytest_pycollect_makemodule = suite(__file__).pytest_pycollect_makemodule
 else:
     from tests.wagtail_site.fixtures import *  # noqa: F403
