@@ -85,6 +85,10 @@ def test_a_real_worker_delivers_an_admin_publish(
     start_worker(overrides, extra_env={"DJANGO_SETTINGS_MODULE": "tests.djangocms_site.settings"})
     edit(admin, tree.about, slug="company")
     admin_publish(admin, tree.about)
+    # The first job done before the next edit: on SQLite, an admin request that reads and
+    # then writes while the worker writes the history fails with "database is locked".
+    engine.wait_for_posts(1, timeout=30)
+    wait_for_count(lambda: len(finished_ids(redis_conn)), 1)
     edit(admin, tree.post, slug="hello")
     admin_publish(admin, tree.post)
 
