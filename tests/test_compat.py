@@ -31,6 +31,9 @@ def changed(what: str) -> str:
 # Running after the response --------------------------------------------------------
 
 
+# Closing a response sends request_finished, whose receiver looks at the database
+# connections a test before this one in the same process may have left open.
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     "response", [HttpResponse("ok"), StreamingHttpResponse(iter([b"ok"]))], ids=type
 )
