@@ -157,8 +157,11 @@ class WorkerProcess:
         return children
 
     def kill(self) -> None:
-        """SIGKILL the whole worker: its children first (rq's work horse runs in a session
-        of its own), then the worker itself; as a machine that dies would."""
+        """SIGKILL the whole worker at once, as a machine that dies would: the worker is
+        stopped first, so that it cannot see its work horse (in a session of its own) die
+        and fail the job before its own end, as it may on a busy machine."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGSTOP)
         for pid in [*self.children(), self.pid]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
