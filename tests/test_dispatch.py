@@ -158,6 +158,7 @@ def test_sync_without_response_sends_now(engine, caplog):
     assert line.endswith("mode=sync count=1 when=now")
 
 
+@pytest.mark.django_db  # closing a response closes old connections (request_finished)
 @SYNC
 def test_sync_with_response_sends_when_the_response_is_closed(engine):
     response = HttpResponse("ok")
@@ -167,6 +168,7 @@ def test_sync_with_response_sends_when_the_response_is_closed(engine):
     assert engine.posted_urls() == [A]
 
 
+@pytest.mark.django_db  # closing a response closes old connections (request_finished)
 @SYNC
 def test_each_response_sends_only_its_own_urls(engine):
     first, second = HttpResponse("1"), HttpResponse("2")
@@ -240,6 +242,7 @@ def test_redis_down_the_request_succeeds_and_the_urls_arrive(
     assert "sending from this process instead" in line
 
 
+@pytest.mark.django_db  # closing a response closes old connections (request_finished)
 def test_redis_down_waits_for_the_response(engine, indexnow_settings):
     indexnow_settings(DISPATCH="queue")
     response = HttpResponse()
