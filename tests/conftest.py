@@ -21,6 +21,7 @@ from django.test import override_settings
 from indexnow_django import conf
 from indexnow_django.delivery import breaker
 from indexnow_django.testing import LoopbackEngine
+from indexnow_django.units import dispatch as kept_look
 from tests import services
 
 # ``start_worker``: real rq worker subprocesses (tests/workers.py).
@@ -37,6 +38,26 @@ def django_db_modify_db_settings() -> None:
     rq workers a test starts, which read the settings and not pytest-django's
     suffix, must reach the same one.
     """
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's, and on PostgreSQL, before the test databases are dropped, the
+    sessions still open on them ended: a worker process that is still exiting, or a
+    thread of a test that outlived it, would otherwise fail the drop ("being accessed by
+    other users") and with it the last test of the process."""
+    yield
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        for connection in connections.all():
+            if connection.vendor != "postgresql":
+                continue
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -62,6 +83,10 @@ def _fresh_state() -> Iterator[None]:
         caches[alias].clear()
     conf.clear_cache()
     breaker.reset()
+    # A process's one look for the URLs invalid settings kept runs in a thread that may
+    # outlive its test (and hold a connection while the test database is dropped): it is
+    # started by the tests of that look only (tests/test_pending.py).
+    kept_look._kept_looked_for = True
     yield
     conf.clear_cache()
     breaker.reset()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 import pytest
@@ -238,3 +239,6 @@ def test_with_no_worker_to_send_them_the_first_flush_with_valid_settings_does(
     dispatch(["/b/"])
     assert len(engine.wait_for_posts(3)) == 3  # only /b/: nothing kept is sent twice
     assert engine.posts[-1].urls == ["https://www.example.com/b/"]
+    for thread in threading.enumerate():  # the look is done: its connection is closed
+        if thread.name == "indexnow-kept":
+            thread.join(10)
