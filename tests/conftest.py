@@ -7,6 +7,7 @@ between tests.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -47,13 +48,14 @@ def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[N
     thread of a test that outlived it, would otherwise fail the drop ("being accessed by
     other users") and with it the last test of the process."""
     yield
-    from django.db import connections
+    from django.db import DatabaseError, connections
 
     with django_db_blocker.unblock():
         for connection in connections.all():
             if connection.vendor != "postgresql":
                 continue
-            with connection.cursor() as cursor:
+            # A database the run did not create (a site's tests use "default" alone).
+            with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
                 cursor.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE datname = current_database() AND pid <> pg_backend_pid()"
