@@ -5,7 +5,7 @@
 code).
 
 Rows are written by :mod:`indexnow_django.delivery.history` (one INSERT per POST) and
-shown by the admin (``admin.py``). Nothing here reads settings or connects
+shown by the admin (:mod:`indexnow_django.admin`). Nothing here reads settings or connects
 signals.
 """
 

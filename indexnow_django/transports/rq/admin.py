@@ -19,13 +19,14 @@ JOB_LOOKUP_TIMEOUT = 1.0
 
 
 def job_admin_url(queue: str, job_id: str) -> str | None:
-    """django-rq's admin page of a job, when django-rq's views are installed."""
+    """django-rq's page of a job, when django-rq's views are installed: in the admin (its
+    admin integration) or under ``include("django_rq.urls")``."""
     from django_rq.settings import get_queues_map
 
     index = get_queues_map().get(queue)
     if index is None:
         return None
-    for name in ("admin:django_rq_job_detail", "django_rq:job_detail", "rq_job_detail"):
+    for name in ("admin:django_rq_job_detail", "django_rq:job_detail"):
         try:
             return reverse(name, args=[index, job_id])
         except NoReverseMatch:
