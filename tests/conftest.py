@@ -190,29 +190,52 @@ def redis_conn(redis_url: str) -> Iterator[redis.Redis]:
     conn.close()
 
 
+class SilentRedis(int):
+    """The port of a Redis that accepts connections and never answers, and what reached it."""
+
+    accepted: list[socket.socket]
+    probes: set[tuple[str, int]]
+
+    def connections(self, timeout: float = 10.0) -> int:
+        """How many connections the code under test opened to it so far. A probe of ours
+        connects last and is waited for: the listener accepts in order, so any connection
+        opened before it has been accepted by then."""
+        import time
+
+        with socket.create_connection(("127.0.0.1", int(self))) as probe:
+            me = probe.getsockname()[:2]
+            self.probes.add(me)
+            deadline = time.monotonic() + timeout
+            while me not in {conn.getpeername()[:2] for conn in list(self.accepted)}:
+                assert time.monotonic() < deadline, "the probe was not accepted"
+                time.sleep(0.01)
+        return sum(1 for conn in list(self.accepted) if conn.getpeername()[:2] not in self.probes)
+
+
 @pytest.fixture
-def silent_redis() -> Iterator[int]:
+def silent_redis() -> Iterator[SilentRedis]:
     """A port that accepts connections and never answers (a frozen or unreachable Redis)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
-    accepted: list[socket.socket] = []
+    port = SilentRedis(listener.getsockname()[1])
+    port.accepted, port.probes = [], set()
     stop = threading.Event()
 
     def swallow() -> None:
         listener.settimeout(0.1)
         while not stop.is_set():
             try:
-                accepted.append(listener.accept()[0])
+                port.accepted.append(listener.accept()[0])
             except OSError:
                 continue
 
     thread = threading.Thread(target=swallow, daemon=True)
     thread.start()
-    yield listener.getsockname()[1]
+    yield port
     stop.set()
     thread.join()
-    for conn in accepted:
+    for conn in port.accepted:
         conn.close()
     listener.close()
 

@@ -14,6 +14,7 @@ import django_rq
 import redis
 from rq.job import Job, JobStatus
 from rq.registry import (
+    DeferredJobRegistry,
     FailedJobRegistry,
     FinishedJobRegistry,
     ScheduledJobRegistry,
@@ -121,6 +122,33 @@ def wait_for_count(count_of: Callable[[], int], count: int, timeout: float = 20.
             return current
         if time.monotonic() > deadline:
             raise AssertionError(f"{current} of {count} after {timeout:g}s")
+        time.sleep(0.05)
+
+
+def unfinished_ids(conn: redis.Redis) -> list[str]:
+    """The jobs the queue may still run: waiting (or taken by a worker and not yet
+    started), scheduled, deferred or started."""
+    queue = django_rq.get_queue(QUEUE, connection=conn)
+    ids = [*queue.job_ids, *(i.decode() for i in conn.lrange(queue.intermediate_queue_key, 0, -1))]
+    for registry_class in (ScheduledJobRegistry, DeferredJobRegistry, StartedJobRegistry):
+        # Read only: rq's cleanup of the started registry would fail a dead worker's job.
+        ids.extend(registry_class(QUEUE, connection=conn).get_job_ids(cleanup=False))
+    return ids
+
+
+def wait_until_idle(
+    conn: redis.Redis, also: Callable[[], bool] = lambda: True, timeout: float = 60.0
+) -> None:
+    """Block until the queue has no job it may still run (and ``also()`` holds, for what
+    else could send: URLs pending in a coalescing window, a kept row): whatever was going
+    to reach the engine has reached it, and no POST comes after."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = unfinished_ids(conn)
+        if not left and also():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not idle after {timeout:g}s: jobs {left}, also() {also()}")
         time.sleep(0.05)
 
 

@@ -119,16 +119,14 @@ def test_binary_garbage_body_does_not_raise(engine, target):
 
 
 def test_hanging_engine_returns_near_the_timeout(engine, target):
-    engine.queue_replies(Reply(200, delay=5))
+    # An engine that answers in an hour: the POST returns only if it gives up first.
+    engine.queue_replies(Reply(200, delay=3600))
     started = time.monotonic()
     result = post(target, timeout=0.5)
     elapsed = time.monotonic() - started
-    returned = time.time()
     assert result.outcome is Outcome.RETRY and result.status is None
     assert "timeout" in result.message
     assert elapsed > 0.4
-    # Given up before the engine answered (5 s after it read the POST).
-    assert returned < engine.posts[0].received_at + 5
 
 
 def test_connection_refused_is_retryable_and_names_the_error():
@@ -183,17 +181,15 @@ def test_read_stops_at_the_prefix_even_without_a_length(engine, target):
 @pytest.mark.slow
 def test_trickled_answer_is_a_timeout_at_the_deadline(engine, target):
     """One byte every 2 s never trips the 3 s read timeout; the deadline of the POST does."""
-    engine.queue_replies(Reply(200, "z" * 50, trickle=2))
+    # A body that would take days: the POST returns only if it is cut before the end.
+    engine.queue_replies(Reply(200, "z" * 50, trickle=2, repeat=10_000))
     started = time.monotonic()
     result = post(target, timeout=3)
     elapsed = time.monotonic() - started
-    returned = time.time()
     assert result.outcome is Outcome.RETRY and result.status is None
     assert result.error == "DeadlineExceeded"
     assert "no answer within 3s (timeout, DeadlineExceeded)" in result.message
     assert elapsed >= 3
-    # Given up before the answer was whole (a byte every 2 s: 100 s after the POST).
-    assert returned < engine.posts[0].received_at + 100
 
 
 @pytest.fixture

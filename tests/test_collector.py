@@ -13,7 +13,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -284,10 +283,9 @@ def test_a_long_running_command_sends_what_it_committed_within_seconds(
     try:
         assert process.stdout is not None
         assert process.stdout.readline() == "saved first\n"
-        saved = time.time()
+        # Sent once COMMAND_HOLD has passed (by the wait's deadline), while the command runs.
         [post] = engine.wait_for_posts(1, timeout=COMMAND_HOLD + 10)
         assert post.urls == [f"{BASE}/served/first/"]
-        assert post.received_at - saved < COMMAND_HOLD + 10
         assert process.poll() is None  # still running
         stop.touch()
         out, err = process.communicate(timeout=60)

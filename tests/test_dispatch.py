@@ -35,6 +35,7 @@ from tests.rqhelpers import (
     finished_ids,
     only_queued_job,
     queue_job_ids,
+    wait_until_idle,
 )
 from tests.services import free_port
 
@@ -369,8 +370,7 @@ def test_manage_py_check_shows_the_warning(indexnow_settings):
 
 @pytest.mark.slow
 @pytest.mark.django_db
-# What is measured is the flushes' time at Redis: the fallback's POST would also wait for
-# its slot of the throttle, up to a second on the local cache.
+# The fallback's POST goes at once: the throttle could hold it for its slot.
 @pytest.mark.indexnow(**UNTHROTTLED)
 def test_a_redis_that_never_answers_costs_one_flush_its_timeout(
     indexnow_settings, engine, caplog, silent_redis
@@ -380,24 +380,21 @@ def test_a_redis_that_never_answers_costs_one_flush_its_timeout(
     (Redis may still take the job); the next flushes skip the enqueue and send at once."""
     from indexnow_django.delivery import breaker
     from indexnow_django.delivery.pending import ENQUEUE_TIMED_OUT, PendingSubmission
-    from indexnow_django.transports.rq import queue as queue_module
 
     indexnow_settings(DISPATCH="queue")
     with override_settings(RQ_QUEUES={"default": {"URL": f"redis://127.0.0.1:{silent_redis}/0"}}):
-        started = time.monotonic()
         dispatch(["/a/"])
-        first = time.monotonic() - started
-        started = time.monotonic()
+        # One connection, given up at its timeout (its sockets' socket_timeout: see
+        # tests/test_queue.py), not tried again.
+        assert silent_redis.connections() == 1
         dispatch(["/b/"])
-        second = time.monotonic() - started
+        # The breaker: straight to the fallback, without waiting for Redis: no connection.
+        assert silent_redis.connections() == 1
 
-    assert first < queue_module.REDIS_TIMEOUT * 3
     [kept] = PendingSubmission.objects.all()
     assert kept.url_list == [A]
     assert kept.reason.startswith(ENQUEUE_TIMED_OUT)
     assert any("mode=kept" in r.getMessage() for r in caplog.records)
-    # The breaker: straight to the fallback, without waiting for Redis.
-    assert second < 0.5
     assert engine.posted_urls() == [B]
     [fallback] = [r.getMessage() for r in caplog.records if "mode=fallback" in r.getMessage()]
     assert f"skipped for {breaker.WINDOW:g}s after a timeout" in fallback
@@ -443,7 +440,7 @@ def wsgi_server() -> Iterator[Callable[[], str]]:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
 def test_a_frozen_redis_holds_no_request_beyond_the_bound(
-    wsgi_server, client, private_redis, indexnow_settings, engine, settings
+    wsgi_server, client, private_redis, indexnow_settings, engine, settings, caplog
 ):
     """The queue and the debounce cache on one Redis, frozen with SIGSTOP: a request that
     saves a post answers at once (its flush runs after the response); the flush's enqueue
@@ -452,6 +449,7 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
     calls (the breaker), and is sent at once."""
     import requests
 
+    from indexnow_django.delivery import breaker
     from indexnow_django.delivery.pending import PendingSubmission
     from indexnow_django.transports.rq.queue import REDIS_TIMEOUT
     from tests.testapp.models import Post
@@ -478,24 +476,25 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
     private_redis.freeze()
     try:
         # A real server: the answer goes out before the flush.
-        started = time.monotonic()
         response = requests.get(server + path, timeout=30)
-        answered = time.monotonic() - started
+        answered_at = time.time()
         deadline = time.monotonic() + 3 * REDIS_TIMEOUT + 5
         while not PendingSubmission.objects.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         [kept] = PendingSubmission.objects.all()
         # Django's test client closes the response (and so runs the flush) before returning.
-        started = time.monotonic()
+        caplog.clear()
         test_client_response = client.get(path)
-        everything = time.monotonic() - started
     finally:
         private_redis.thaw()
 
     assert response.status_code == test_client_response.status_code == 200
-    assert answered < REDIS_TIMEOUT + 1.0
+    # The answer came before the flush gave up on the frozen Redis and kept the URL.
+    assert answered_at < kept.kept_at.timestamp()
     assert kept.url_list == [HELLO]
-    assert everything < 1.0
+    # The next flush did not wait for the frozen Redis: the breaker sent it at once.
+    [fallback] = [r.getMessage() for r in caplog.records if "mode=fallback" in r.getMessage()]
+    assert f"skipped for {breaker.WINDOW:g}s after a timeout" in fallback
     assert [p.urls for p in engine.posts] == [[HELLO]]
 
 
@@ -661,13 +660,9 @@ def test_a_frozen_redis_under_concurrent_saves_answers_in_normal_time_and_sends_
         worker.stop()
         start_worker(overrides, extra_env=worker_env, conn=conn)
     assert sent(frozen, 90) == []
-    # Whatever is still to run (a twin of a kept flush) runs now.
-    deadline = time.monotonic() + 30
-    while (conn.llen("rq:queue:default") or PendingSubmission.objects.exists()) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-    time.sleep(3)
+    # Whatever is still to run (a twin of a kept flush) runs now: no job and no kept row
+    # is left that could send.
+    wait_until_idle(conn, lambda: not PendingSubmission.objects.exists())
 
     urls = engine.posted_urls()
     twice = sorted({url for url in urls if urls.count(url) > 1})

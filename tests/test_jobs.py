@@ -45,6 +45,7 @@ from tests.rqhelpers import (
     wait_for_batch,
     wait_for_count,
     wait_for_status,
+    wait_until_idle,
 )
 
 pytestmark = pytest.mark.worker
@@ -52,10 +53,6 @@ pytestmark = pytest.mark.worker
 KEY = "test-key-0123456789"
 A = "https://www.example.com/a/"
 B = "https://www.example.com/b/"
-
-#: What a retry may take beyond its delay: rounding up to a second, the
-#: scheduler's 1 s poll and a job start.
-SLACK = 2.3
 
 
 def queue_settings(indexnow_settings: Any, **changes: Any) -> dict[str, Any]:
@@ -85,7 +82,7 @@ def test_429_with_retry_after_sends_again_that_much_later_then_finishes(
     posts = engine.wait_for_posts(2, timeout=15)
     assert [post.urls for post in posts] == [[A, B], [A, B]]
     [gap] = gaps(engine)
-    assert 2.0 <= gap < 2.0 + SLACK
+    assert gap >= 2.0  # Retry-After, and not BASE_DELAY: the log below says in=2.0s
 
     first_again, second = wait_for_batch(redis_conn, batch_id, 2, "finished")
     assert first_again.id == first.id
@@ -114,13 +111,16 @@ def test_429_without_retry_after_backs_off_and_fails_after_max_attempts(
     engine.default = Reply(429, body="slow down")
     dispatch(["/a/"])
     batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
-    start_worker(overrides)
+    worker = start_worker(overrides)
 
     jobs = wait_for_batch(redis_conn, batch_id, 3, "failed", timeout=20)
     assert len(engine.posts) == 3
     first_gap, second_gap = gaps(engine)
-    assert 1.0 <= first_gap < 1.0 + SLACK  # BASE_DELAY
-    assert 2.0 <= second_gap < 2.0 + SLACK  # BASE_DELAY x MULTIPLIER
+    assert first_gap >= 1.0  # BASE_DELAY
+    assert second_gap >= 2.0  # BASE_DELAY x MULTIPLIER
+    output = worker.output()
+    assert "status=429 attempt=2/3 in=1.0s" in output
+    assert "status=429 attempt=3/3 in=2.0s" in output
     assert [job.get_status() for job in jobs] == ["finished", "finished", "failed"]
     assert failed_ids(redis_conn) == [jobs[-1].id]
     text = exc_string(jobs[-1])
@@ -152,11 +152,12 @@ def test_503_waits_server_error_delay_not_base_delay(
     engine.queue_replies(Reply(503))
     dispatch(["/a/"])
     batch_id = only_queued_job(redis_conn).meta[META_BATCH_ID]
-    start_worker(overrides)
+    worker = start_worker(overrides)
 
     wait_for_batch(redis_conn, batch_id, 2, "finished")
     [gap] = gaps(engine)
-    assert 1.0 <= gap < 1.0 + SLACK
+    assert gap >= 1.0
+    assert "status=503 attempt=2/3 in=1.0s" in worker.output()  # not BASE_DELAY
 
 
 def test_network_error_is_retried_then_fails_naming_the_count(
@@ -313,7 +314,7 @@ def test_site_verification_not_completed_is_retried(
 
 def test_retry_after_as_an_http_date(engine, indexnow_settings, start_worker, redis_conn):
     overrides = queue_settings(indexnow_settings, RETRY={**FAST_RETRY, "BASE_DELAY": 30})
-    start_worker(overrides)  # ready before the date is set: its start-up takes no slack
+    worker = start_worker(overrides)  # ready before the date is set
     due = int(time.time()) + 5  # HTTP dates have whole seconds
     engine.queue_replies(Reply(429, headers={"Retry-After": formatdate(due, usegmt=True)}))
     dispatch(["/a/"])
@@ -323,7 +324,11 @@ def test_retry_after_as_an_http_date(engine, indexnow_settings, start_worker, re
     wait_for_batch(redis_conn, batch_id, 2, "finished", timeout=15)
     first, second = engine.posts
     assert first.received_at < due - 1
-    assert due <= second.received_at < due + SLACK
+    assert due <= second.received_at
+    # The delay is the time left to the date when the answer came, not BASE_DELAY.
+    [delay] = re.findall(r"status=429 attempt=2/3 in=(\d+\.\d)s", worker.output())
+    assert 0 < float(delay) <= 5
+    assert first.received_at + float(delay) <= due + 0.05  # %.1f rounds
 
 
 def test_max_delay_caps_retry_after(engine, indexnow_settings, start_worker, redis_conn):
@@ -335,8 +340,8 @@ def test_max_delay_caps_retry_after(engine, indexnow_settings, start_worker, red
 
     wait_for_batch(redis_conn, batch_id, 2, "finished")
     [gap] = gaps(engine)
-    assert 1.0 <= gap < 1.0 + SLACK
-    assert "in=1.0s" in worker.output()
+    assert gap >= 1.0
+    assert "in=1.0s" in worker.output()  # MAX_DELAY, not the hour Retry-After asks
 
 
 def test_two_workers_and_ten_jobs_send_each_url_once(
@@ -397,13 +402,12 @@ def test_a_job_whose_whole_worker_died_mid_post_is_sent_by_another_worker(
     start_worker(overrides, extra_env=FAST_SWEEP)  # the one left running
 
     getattr(doomed, stop)()
-    died_at = time.time()
     if stop == "cold_stop":
         assert "cold shut down" in doomed.output()
 
+    # Sent again within the bound documented, 2 minutes (seconds with FAST_SWEEP).
     [successor] = wait_for_batch(redis_conn, batch_id, 1, "finished", timeout=120)
     posts = engine.wait_for_posts(2, timeout=5)
-    assert posts[1].received_at - died_at < 60  # the bound documented is 2 minutes
     assert [post.urls for post in posts] == [[A], [A]]
     assert successor.id != job.id
     assert successor.meta[META_ATTEMPT] == 2
@@ -411,7 +415,7 @@ def test_a_job_whose_whole_worker_died_mid_post_is_sent_by_another_worker(
     assert successor.latest_result().return_value["accepted"] == 1
     with pytest.raises(NoSuchJobError):
         fetch(redis_conn, job.id)  # gone from rq, not left "started"
-    time.sleep(3)
+    wait_until_idle(redis_conn)  # no job is left that could send
     assert len(engine.posts) == 2  # sent again once only
     assert failed_ids(redis_conn) == []
 

@@ -20,7 +20,7 @@ from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import coalesce
 from indexnow_django.transports.rq.queue import get_queue
 from indexnow_django.units.dispatch import dispatch
-from tests.rqhelpers import FAST_SWEEP, failed_ids, stream_from_processes
+from tests.rqhelpers import FAST_SWEEP, failed_ids, stream_from_processes, wait_until_idle
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +41,8 @@ def url(i: int, host: str = "www.example.com") -> str:
 
 
 def wait_for_window_start() -> None:
-    """Return at the start of a window, so that what follows stays in one window."""
+    """Return at the start of a window, so that what follows stays in one window. A wait
+    on the clock itself: a worker cuts windows by its own process's clock, no test's."""
     time.sleep(WINDOW - time.time() % WINDOW + 0.01)
 
 
@@ -55,6 +56,29 @@ def wait_for_urls(engine: Any, expected: list[str], timeout: float) -> float:
         )
         time.sleep(0.05)
     return time.monotonic() - started
+
+
+def wait_until_accepted(count: int, timeout: float = 20.0) -> None:
+    """Block until ``count`` claims of the debounce store (a batch each) are recorded as
+    accepted, not merely in flight: the state field of each claim's hash (``claim.lua``)."""
+    from django.core.cache import caches
+
+    from indexnow_django.compat import redis_cache_client
+    from indexnow_django.delivery.debounce.claims import engine_prefix
+
+    conf = get_settings()
+    target = redis_cache_client(caches[conf.debounce_cache])
+    assert target is not None
+    client, make_key = target
+    [engine] = conf.engines
+    pattern = make_key(engine_prefix(engine)) + "t:*"
+    deadline = time.monotonic() + timeout
+    while True:
+        states = [client.hget(key, "s") for key in client.scan_iter(pattern)]
+        if states.count(b"a") >= count:
+            return
+        assert time.monotonic() < deadline, f"claims {states} after {timeout:g}s"
+        time.sleep(0.05)
 
 
 def test_a_stream_from_two_processes_is_one_post_per_window(
@@ -170,15 +194,16 @@ def test_a_worker_killed_mid_post_of_a_merged_delivery_loses_nothing_and_resends
     blog = [url(n, "blog.example.com") for n in range(3)]
     dispatch(www + blog)
     engine.wait_for_posts(2, timeout=20)
-    time.sleep(1)  # the first answer is in and settled; the second still hangs
     answered = engine.posts[0]
     hanging = engine.posts[1]
+    wait_until_accepted(1)  # the first answer is settled; the second still hangs
     start_worker(overrides, extra_env=FAST_SWEEP)
     doomed.kill()
 
     posts = engine.wait_for_posts(3, timeout=60)
     assert sorted(posts[2].urls) == sorted(hanging.urls)  # sent again: nothing lost
-    time.sleep(3)
+    # No job and no pending URL left that could send.
+    wait_until_idle(redis_conn, lambda: coalesce.pending_count(get_queue(get_settings())) == 0)
     assert len(engine.posts) == 3
     # What the engine accepted before the worker died is not sent again.
     assert sum(engine.posted_urls().count(u) for u in answered.urls) == len(answered.urls)

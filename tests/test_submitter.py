@@ -1,6 +1,5 @@
 """deliver_now: debounce, group by host, split in batches, one POST per engine."""
 
-import time
 from collections import Counter
 
 import pytest
@@ -134,12 +133,24 @@ def test_debounce_within_ttl(engine):
     assert report.debounced_count == 1
 
 
-def test_debounce_after_ttl(engine, indexnow_settings):
+def test_debounce_after_ttl(engine, indexnow_settings, monkeypatch):
+    from indexnow_django.delivery import send
+    from tests.test_debounce import Clock
+
     indexnow_settings(DEBOUNCE={"TTL": 1})
+    clock = Clock()
+    made = send.make_debounce
+
+    def on_the_test_clock(conf):
+        store = made(conf)
+        store.clock = clock
+        return store
+
+    monkeypatch.setattr(send, "make_debounce", on_the_test_clock)
     deliver_now(["/a/"])
     deliver_now(["/a/"])
     assert len(engine.posts) == 1
-    time.sleep(1.2)
+    clock.advance(1.2)  # past the TTL, on the store's clock
     deliver_now(["/a/"])
     assert len(engine.posts) == 2
 

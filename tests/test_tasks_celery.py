@@ -19,6 +19,7 @@ from typing import Any
 
 import django
 import pytest
+import redis
 from django.conf import settings
 from django.core.cache import caches
 from django.core.management import CommandError, call_command
@@ -108,6 +109,27 @@ def celery_result(task_id: str) -> Any:
     return result
 
 
+def wait_until_celery_idle(timeout: float = 30.0) -> None:
+    """Block until the broker's queue is empty and the worker holds no task, running,
+    reserved or waiting for its ETA (a retry's): no task is left that could send."""
+    from tests.celeryapp import app
+
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    inspect = app.control.inspect(timeout=1.0)
+    deadline = time.monotonic() + timeout
+    while True:
+        # The queue's lists on the Redis broker (one per priority step).
+        lists = broker.scan_iter(match=f"{worker_queue()}*", _type="list")
+        waiting = sum(broker.llen(name) for name in lists)
+        held = {"active": inspect.active(), "reserved": inspect.reserved()}
+        held["scheduled"] = inspect.scheduled()
+        # No answer is no worker to tell: not idle.
+        if not waiting and all(answer and not any(answer.values()) for answer in held.values()):
+            return
+        assert time.monotonic() < deadline, f"{waiting} waiting, {held} after {timeout:g}s"
+        time.sleep(0.1)
+
+
 # ---------------------------------------------------------------- a Celery worker
 
 
@@ -131,7 +153,7 @@ def test_a_503_is_sent_again_and_a_202_ends_it(celery_worker, engine):
     assert second.received_at - first.received_at >= 1.0  # run_after: the backoff
     output = celery_worker.wait_for_output("status=202")
     assert "status=503 attempt=2/3" in output
-    time.sleep(1)
+    wait_until_celery_idle()
     assert len(engine.posts) == 2
 
 
@@ -152,7 +174,7 @@ def test_a_403_is_final_in_the_history_and_in_the_task_result(celery_worker, eng
     [record] = Delivery.objects.filter(batch_id="b403")
     assert (record.outcome, record.status) == ("rejected", 403)
     assert "UserForbiddedToAccessSite" in record.answer
-    time.sleep(1)
+    wait_until_celery_idle()
     assert len(engine.posts) == 1  # not retried
 
 
@@ -191,7 +213,7 @@ def test_a_site_shared_task_saving_three_posts_makes_one_post(celery_worker, eng
     [post] = engine.wait_for_posts(1, timeout=30)
     assert post.urls == [f"https://www.example.com/posts/{s}/" for s in ("one", "two", "three")]
     celery_worker.wait_for_output("succeeded")
-    time.sleep(1)
+    wait_until_celery_idle()
     assert len(engine.posts) == 1
 
 
