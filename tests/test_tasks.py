@@ -303,8 +303,9 @@ def test_db_worker_429_is_sent_again_after_retry_after(indexnow_settings, engine
         "engines": [engine.url],
     }
     assert two.run_after >= one.started_at + datetime.timedelta(seconds=2)
-    # Retry-After, not BASE_DELAY: enqueued before the first task ended, for 2 s later.
-    assert two.run_after <= one.finished_at + datetime.timedelta(seconds=2)
+    # Retry-After, not BASE_DELAY: enqueued before the first task ended, for 2 s later,
+    # rounded up to a whole second.
+    assert two.run_after <= one.finished_at + datetime.timedelta(seconds=3)
     assert two.return_value["accepted"] == 1
     assert "status=429 attempt=2/3 in=2.0s" in worker.output()
 
