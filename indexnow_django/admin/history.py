@@ -1,8 +1,8 @@
 """The history of POSTs in the admin (:class:`DeliveryAdmin`, the admin of
 :class:`~indexnow_django.models.Delivery`): the list with its filters, URL search and
-chart, a read-only record, "Send again"; its two pages, "Submit URLs"
-(:mod:`.submit`) and the freshness report (:mod:`.report`), are classes of their own
-it is made of.
+chart, a read-only record, "Send again". Its two other pages, "Submit URLs"
+(:mod:`.submit`) and the freshness report (:mod:`.report`), come from the classes it
+is built on.
 
 Seeing records needs ``indexnow.view_delivery``, "Send again" ``indexnow.send_again``.
 """
