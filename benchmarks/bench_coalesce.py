@@ -55,7 +55,10 @@ from indexnow_django.testing import LoopbackEngine  # noqa: E402
 #: each URL and the time of its flush written to ``out``.
 FLUSHER = """
 import json, sys, time
-from indexnow_django.units.dispatch import dispatch
+try:
+    from indexnow_django.units.dispatch import dispatch
+except ImportError:  # a checkout from before the units/ folder (--against)
+    from indexnow_django.dispatch import dispatch
 first, count, interval, out = FIRST, COUNT, INTERVAL, OUT
 start = time.time()
 with open(out, "w") as log:
@@ -82,11 +85,11 @@ def env(redis_url: str, engine: LoopbackEngine, window: float) -> dict[str, str]
     }
 
 
-def start_worker(variables: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def start_worker(variables: dict[str, str], log: Path, cwd: Path = ROOT) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         worker = subprocess.Popen(
             [sys.executable, "-m", "django", "rqworker", "default", "--with-scheduler"],
-            cwd=ROOT,
+            cwd=cwd,
             env=variables,
             stdout=out,
             stderr=subprocess.STDOUT,

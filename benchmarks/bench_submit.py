@@ -24,6 +24,13 @@ the repository root::
     .venv/bin/python benchmarks/bench_submit.py --urls 200000
     .venv/bin/python benchmarks/bench_submit.py --redis redis://127.0.0.1:6379/9
 
+Today's code against another checkout, side by side in one run: the command rows
+run on each checkout in turn (``--rounds`` times, alternating; each row's best
+wall time and its peak memory are kept), against the same floor::
+
+    git worktree add /tmp/base v1.0   # the release, or any commit
+    .venv/bin/python benchmarks/bench_submit.py --against /tmp/base --rounds 3
+
 ``--redis`` names a database the benchmark may flush. Nothing leaves the
 machine: the engine listens on 127.0.0.1.
 """
@@ -105,11 +112,11 @@ def worker_flush(rounds: int) -> None:
     print(json.dumps(timings))
 
 
-def measure(command: list[str], env: dict[str, str]) -> tuple[float, int, str]:
+def measure(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, int, str]:
     """Run ``command``; return (wall seconds, peak RSS in MiB, its output). Exits on failure."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     # The child's own high-water mark (VmHWM), sampled until it exits: wait4's
     # ru_maxrss would also count the pages of this process it was forked from.
@@ -193,6 +200,12 @@ def main() -> None:
         action="store_true",
         help="also run the command with the store on a LocMemCache (Django's cache API)",
     )
+    parser.add_argument(
+        "--against", help="another checkout whose command rows run beside this one's"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="runs of each row, alternating (best kept)"
+    )
     parser.add_argument("--plain-loop", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--worker-flush", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -213,57 +226,87 @@ def main() -> None:
             handle.write(f"https://{HOST}/articles/{n}/some-title-{n % 997}/\n")
     size = path.stat().st_size / 2**20
     submit = [sys.executable, "-m", "django", "indexnow_submit", "--file", str(path), "--sync"]
+    codes = {"this": ROOT}
+    if args.against:
+        codes = {"against": Path(args.against).resolve(), "this": ROOT}
     try:
         with LoopbackEngine() as engine:
-            base_env = {
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)]),
-                "DJANGO_SETTINGS_MODULE": "submit_settings",
-                "BENCH_ENGINE_URL": engine.url,
-            }
-            off_env = {**base_env, "BENCH_DEBOUNCE": "off"}
-            on_env = {**base_env, "BENCH_DEBOUNCE": redis_url}
+
+            def code_env(code: Path, debounce: str) -> dict[str, str]:
+                return {
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join([str(code / "benchmarks"), str(code)]),
+                    "DJANGO_SETTINGS_MODULE": "submit_settings",
+                    "BENCH_ENGINE_URL": engine.url,
+                    "BENCH_DEBOUNCE": debounce,
+                }
+
             print(f"{args.urls:,} URLs of one host ({size:.0f} MiB), batches of {BATCH:,}")
             print(
-                f"{'run':<14} {'wall s':>7} {'ratio':>6} {'peak RSS MiB':>13} {'URLs received':>14}"
+                f"{'run':<22} {'wall s':>7} {'ratio':>6} {'peak RSS MiB':>13} {'URLs received':>14}"
             )
-            floor = None
-            rows = [
+            rows: list[tuple[str, list[str], dict[str, str], Path]] = [
                 (
                     "floor",
                     [sys.executable, __file__, "--plain-loop", str(path), engine.url],
-                    off_env,
-                ),
-                ("debounce off", submit, off_env),
-                ("debounce on", submit, on_env),
-            ]
-            if args.cache_api:
-                rows.append(("cache API", submit, {**base_env, "BENCH_DEBOUNCE": "locmem"}))
-            results: dict[str, tuple[float, int]] = {}
-            per_url = 0.0
-            for name, command, env in rows:
-                engine.reset()
-                if name == "debounce on":
-                    conn.flushdb()
-                    before = conn.info("memory")["used_memory"]
-                elapsed, rss, _ = measure(command, env)
-                if name == "debounce on":
-                    per_url = (conn.info("memory")["used_memory"] - before) / args.urls
-                received = sum(len(post.urls) for post in engine.posts)
-                engine.requests.clear()
-                floor = floor or elapsed
-                results[name] = (elapsed, rss)
-                print(
-                    f"{name:<14} {elapsed:>7.2f} {elapsed / floor:>5.2f}x {rss:>13} {received:>14,}"
+                    code_env(ROOT, "off"),
+                    ROOT,
                 )
+            ]
+            for label, code in codes.items():
+                suffix = f" ({label})" if args.against else ""
+                rows.append((f"debounce off{suffix}", submit, code_env(code, "off"), code))
+                rows.append((f"debounce on{suffix}", submit, code_env(code, redis_url), code))
+                if args.cache_api:
+                    rows.append((f"cache API{suffix}", submit, code_env(code, "locmem"), code))
+            results: dict[str, tuple[float, int]] = {}
+            per_url: dict[str, float] = {}
+            for _ in range(args.rounds):
+                for name, command, env, code in rows:
+                    engine.reset()
+                    if name.startswith("debounce on"):
+                        conn.flushdb()
+                        before = conn.info("memory")["used_memory"]
+                    elapsed, rss, _ = measure(command, env, code)
+                    if name.startswith("debounce on"):
+                        used = conn.info("memory")["used_memory"] - before
+                        per_url[name] = used / args.urls
+                    received = sum(len(post.urls) for post in engine.posts)
+                    engine.requests.clear()
+                    best, peak = results.get(name, (elapsed, rss))
+                    results[name] = (min(best, elapsed), max(peak, rss))
+                    floor = results["floor"][0]
+                    print(
+                        f"{name:<22} {elapsed:>7.2f} {elapsed / floor:>5.2f}x {rss:>13} "
+                        f"{received:>14,}",
+                        flush=True,
+                    )
+            floor = results["floor"][0]
+            if args.rounds > 1:
+                print(f"\nbest of {args.rounds} (peak RSS: the highest)")
+                for name, (elapsed, rss) in results.items():
+                    print(f"{name:<22} {elapsed:>7.2f} {elapsed / floor:>5.2f}x {rss:>13}")
             conn.flushdb()
-            _, _, out = measure([sys.executable, __file__, "--worker-flush", "5"], on_env)
+            _, _, out = measure(
+                [sys.executable, __file__, "--worker-flush", "5"], code_env(ROOT, redis_url)
+            )
             flushes = json.loads(out.strip().splitlines()[-1])
     finally:
         path.unlink()
         workdir.rmdir()
         stack.close()
 
+    if args.against:
+        print("\nagainst -> this (best wall ratio to the floor; peak RSS):")
+        for kind in ("debounce off", "debounce on"):
+            then, now = results[f"{kind} (against)"], results[f"{kind} (this)"]
+            print(
+                f"  {kind:<13} {then[0] / floor:.2f}x -> {now[0] / floor:.2f}x; "
+                f"{then[1]} -> {now[1]} MiB"
+            )
+        results["debounce on"] = results["debounce on (this)"]
+        results["debounce off"] = results["debounce off (this)"]
+        per_url["debounce on"] = per_url["debounce on (this)"]
     on, off = results["debounce on"], results["debounce off"]
     best, median = min(flushes), statistics.median(flushes)
     rss = max(on[1], off[1])
@@ -276,7 +319,12 @@ def main() -> None:
             off[0] / floor,
         ),
         ("peak RSS of the command", f"{rss} MiB", f"{TARGET_RSS} MiB", rss / TARGET_RSS),
-        ("Redis per debounced URL", f"{per_url:.1f} bytes", f"{TARGET_BYTES} bytes", per_url),
+        (
+            "Redis per debounced URL",
+            f"{per_url['debounce on']:.1f} bytes",
+            f"{TARGET_BYTES} bytes",
+            per_url["debounce on"],
+        ),
         ("worker flush of 10,000", f"{best:.3f} s (median {median:.3f})", f"{TARGET_FLUSH:g} s", 0),
     ]
     limits = [TARGET_ON, TARGET_OFF, 1, TARGET_BYTES, 0]

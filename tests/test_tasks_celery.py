@@ -274,3 +274,51 @@ def test_check_fails_while_no_rq_worker_takes_a_waiting_delivery(
         engine,
         "default",
     )
+
+
+# ---------------------------------------------------------------- process start
+
+
+STARTS = """
+import sys
+FIRST
+import django
+from django.conf import settings
+settings.configure(
+    INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "indexnow_django"],
+    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+    INDEXNOW={"KEY": "0123456789abcdef0123", "BASE_URL": "https://www.example.com"},
+)
+django.setup()
+print("celery loaded after Django's start:", "celery" in sys.modules)
+from celery import signals
+print("task_prerun receivers:", len(signals.task_prerun.receivers))
+"""
+
+
+@pytest.mark.parametrize("first", ["", "import tests.celeryapp"])
+def test_celery_tasks_are_units_only_where_celery_was_loaded_before_django(celery_backend, first):
+    """A Celery worker (and a web process whose project package loads its Celery app) has
+    Celery loaded before Django starts: its tasks become units of work. Any other process
+    starts without importing Celery at all."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [sys.executable, "-c", STARTS.replace("FIRST", first)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    if first:
+        assert "celery loaded after Django's start: True" in lines
+        assert "task_prerun receivers: 0" not in lines
+    else:
+        assert "celery loaded after Django's start: False" in lines
+        assert "task_prerun receivers: 0" in lines

@@ -602,10 +602,17 @@ def _celery_postrun(sender: Any = None, task_id: Any = None, **kwargs: Any) -> N
 
 def connect_celery() -> None:
     """Make every Celery task a unit of work, flushed when it ends, through Celery's
-    ``task_prerun`` and ``task_postrun`` signals; nothing where Celery is not installed."""
-    import importlib.util
+    ``task_prerun`` and ``task_postrun`` signals.
 
-    if importlib.util.find_spec("celery") is None:
+    Only in a process that imported Celery before Django started: a Celery worker
+    always has (``celery worker`` loads its app, and the app starts Django), and so
+    has a web process with the usual ``from .celery import app`` in the project's
+    package. Anywhere else tasks do not run, and importing Celery's signals would
+    cost every process start a tenth of a second.
+    """
+    import sys
+
+    if "celery" not in sys.modules:
         return
     from celery import signals as celery_signals
 
