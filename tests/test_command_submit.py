@@ -156,6 +156,90 @@ def test_25000_urls_with_sync_go_out_in_posts_of_10000_10000_and_5000(
     )
 
 
+@pytest.fixture
+def claims_on_redis(private_redis: Any, settings: Any, indexnow_settings: Any) -> Any:
+    """The debounce store on a Redis of the test's own (a local cache keeps 300 keys);
+    returns it and the engine, to look at what is claimed."""
+    from indexnow_django.conf import get_settings
+    from indexnow_django.delivery.send import make_debounce
+
+    settings.CACHES = {
+        **settings.CACHES,
+        "claims": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"{private_redis.url}/0",
+        },
+    }
+    indexnow_settings(DEBOUNCE={"CACHE": "claims", "TTL": 600})
+    conf = get_settings()
+    return make_debounce(conf), conf.engines[0]
+
+
+def test_with_sync_each_batch_is_claimed_while_the_one_before_is_posted(
+    engine: LoopbackEngine, tmp_path: Path, claims_on_redis: Any
+) -> None:
+    """The debounce claims of the second batch are taken while the first batch's POST
+    waits for its answer; each URL still goes out once, in order."""
+    path = url_file(tmp_path, [f"/item/{n}/" for n in range(25_000)])
+    second = [f"{BASE}/item/{n}/" for n in range(10_000, 20_000)]
+    store, target = claims_on_redis
+    seen_in_flight: list[bool] = []
+
+    def answer_once_the_second_batch_is_claimed(request: Any) -> None:
+        if len(engine.posts) != 1:
+            return
+        deadline = time.monotonic() + 30
+        while store.filter_new(target, second) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen_in_flight.append(not store.filter_new(target, second))
+
+    engine.on_request = answer_once_the_second_batch_is_claimed
+    try:
+        stdout, _ = submit("--file", str(path), "--sync")
+    finally:
+        engine.on_request = None
+
+    assert seen_in_flight == [True]
+    assert [len(post.urls) for post in engine.posts] == [10_000, 10_000, 5_000]
+    assert engine.posted_urls() == [f"{BASE}/item/{n}/" for n in range(25_000)]
+    assert "0 debounced, 25000 accepted" in summary(stdout)
+    assert store.filter_new(target, second) == []  # recorded as accepted
+
+
+def test_a_run_stopped_early_frees_the_urls_it_claimed_ahead(
+    engine: LoopbackEngine, tmp_path: Path, claims_on_redis: Any
+) -> None:
+    """Printing the first answer fails (a closed pipe): the second batch, claimed while
+    the first was posted, is not sent, and its URLs are free for a later run."""
+    path = url_file(tmp_path, [f"/item/{n}/" for n in range(25_000)])
+    second = [f"{BASE}/item/{n}/" for n in range(10_000, 20_000)]
+    store, target = claims_on_redis
+
+    class ClosedPipe(Output):
+        def write(self, text: str) -> int:
+            if "accepted" in text and "www.example.com" in text:
+                raise BrokenPipeError("closed")
+            return super().write(text)
+
+    with pytest.raises(BrokenPipeError):
+        call_command(
+            "indexnow_submit",
+            "--file",
+            str(path),
+            "--sync",
+            "--verbosity",
+            "2",
+            stdout=ClosedPipe(),
+            stderr=Output(),
+            no_color=True,
+        )
+
+    assert [len(post.urls) for post in engine.posts] == [10_000]
+    assert store.filter_new(target, second) == second
+    submit("--file", str(path), "--sync")
+    assert engine.posted_urls()[10_000:] == [f"{BASE}/item/{n}/" for n in range(10_000, 25_000)]
+
+
 def test_each_host_gets_its_own_batches(
     engine: LoopbackEngine, indexnow_settings: Callable[..., Any]
 ) -> None:

@@ -262,7 +262,10 @@ def test_every_hash_expires_once_the_window_marker_is_full(private_redis, settin
         url = f"https://www.example.com/spread/{n}/"
         digest = digests([url])
         shard = digest[0] * 64 + digest[1]
-        (spare if shard in by_hash else by_hash.setdefault(shard, url) and []).append(url)
+        if shard in by_hash:
+            spare.append(url)
+        else:
+            by_hash[shard] = url
         n += 1
     first = list(by_hash.values())
     assert sent(store, BING, first[:8_000]) == first[:8_000]
