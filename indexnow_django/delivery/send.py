@@ -16,12 +16,11 @@ however many hosts a flush touched.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
@@ -38,8 +37,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "POST_CONCURRENCY",
-    "ClaimAhead",
-    "Claimed",
     "DeliveryReport",
     "chunked",
     "clean_urls",
@@ -181,8 +178,6 @@ def deliver_now(
     slot: float | None = None,
     on_wait: Callable[[Engine, float], None] | None = None,
     deadline: float | None = None,
-    store: DebounceStore | None = None,
-    claimed: Mapping[str, Claim] | None = None,
 ) -> DeliveryReport:
     """POST ``urls`` to the engines (all configured, or those named in ``engines``).
 
@@ -203,20 +198,11 @@ def deliver_now(
     ``client``: the one client to post with (POSTs are then made one after
     another). ``deadline`` (``time.monotonic()``): no POST starts after it;
     see the module.
-
-    ``store``: the debounce store to claim with (else one made from ``conf``).
-    ``claimed``: claims ``store`` already took for the whole of ``urls`` (a list),
-    per engine endpoint (as :class:`ClaimAhead` takes them while the batch before
-    is sent); each is posted as is when the delivery makes one POST of ``urls``
-    to that engine, and released otherwise.
     Never raises for an engine's answer; see :class:`DeliveryReport`.
     """
     conf = conf or get_settings()
     report = DeliveryReport()
-    store = store or make_debounce(conf)
-    ahead, given = dict(claimed or {}), urls
     if not conf.enabled:
-        _release(store, ahead)
         return report
     if normalized:
         valid = urls if isinstance(urls, list) else list(urls)
@@ -229,8 +215,8 @@ def deliver_now(
     if conf.preflight_enabled and (attempt or 1) == 1:  # a retry sends what was screened
         valid, report.skipped = preflight.screen(valid, report.gone, batch_id=batch_id, conf=conf)
     if not valid:
-        _release(store, ahead)
         return report
+    store = make_debounce(conf)
     selected: tuple[Engine, ...] = conf.engines
     if engines is not None:
         wanted = set(engines)
@@ -243,12 +229,7 @@ def deliver_now(
             report.dropped.extend((url, f"host {host!r} is no longer allowed") for url in host_urls)
             continue
         for batch in chunked(host_urls, conf.max_urls):
-            whole = batch is given  # the claims taken ahead are for exactly these URLs
-            posts.extend(
-                _Post(host_conf, batch, engine, ahead.pop(engine.endpoint, None) if whole else None)
-                for engine in selected
-            )
-    _release(store, ahead)  # claims for URLs this delivery splits otherwise, or leaves out
+            posts.extend(_Post(host_conf, batch, engine) for engine in selected)
     throttle = Throttle(conf.debounce_cache, None if conf.dry_run else conf.throttle_per_minute)
     sender = _Sender(conf, store, throttle, report, force, batch_id, attempt, wait, slot, on_wait)
     if client is not None or len(posts) <= 1:
@@ -261,79 +242,6 @@ def deliver_now(
     return report
 
 
-def _release(store: DebounceStore, claims: dict[str, Claim]) -> None:
-    """Release the claims taken ahead that no POST of this delivery uses."""
-    for claim in claims.values():
-        store.release(claim)
-    claims.clear()
-
-
-@dataclass
-class Claimed:
-    """A batch of normalized URLs whose claims :class:`ClaimAhead` takes (or took), per
-    engine endpoint, with the store that takes them: for :func:`deliver_now`."""
-
-    urls: list[str]
-    store: DebounceStore
-    future: Future[dict[str, Claim]]
-
-    def claims(self) -> dict[str, Claim]:
-        """The claims, once taken (waits for them)."""
-        return self.future.result()
-
-    def release(self) -> None:
-        """The batch is not sent after all: its URLs are free again."""
-        for claim in self.claims().values():
-            self.store.release(claim)
-
-
-class ClaimAhead:
-    """Takes the debounce claims of a bulk send's next batch while the current one is
-    posted and the one after it read: one thread of its own, which mostly waits for the
-    store (on Redis, the claim script runs meanwhile). The POSTs, their answers and what
-    follows them stay in the caller's thread, in order; the claims are the same as
-    :func:`deliver_now` would take, one batch earlier.
-
-    Only where taking a claim earlier changes nothing else: no preflight (it screens the
-    URLs before they are claimed), no throttle (a claim would be held through its
-    waits; the POSTs are spaced out anyway).
-    """
-
-    def __init__(self, conf: IndexNowSettings, *, force: bool = False) -> None:
-        self.conf = conf
-        self.force = force
-        self._pool: ThreadPoolExecutor | None = None
-
-    @staticmethod
-    def useful(conf: IndexNowSettings) -> bool:
-        """Whether claims taken ahead are worth it (and right) with ``conf``."""
-        throttled = not conf.dry_run and conf.throttle_per_minute is not None
-        return (
-            conf.enabled and conf.debounce_ttl > 0 and not conf.preflight_enabled and not throttled
-        )
-
-    def start(self, urls: list[str]) -> Claimed:
-        """Start claiming ``urls`` (normalized, of one host, at most ``BATCH["MAX_URLS"]``)
-        for every engine; :func:`deliver_now` given the :class:`Claimed` posts them."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indexnow-claim")
-        store = make_debounce(self.conf)
-        engines, force = self.conf.engines, self.force
-
-        def claim() -> dict[str, Claim]:
-            return {e.endpoint: store.claim(e, urls, force=force) for e in engines}
-
-        # The holder of a claim may be the running job's, which the caller's context names.
-        context = contextvars.copy_context()
-        return Claimed(urls, store, self._pool.submit(context.run, claim))
-
-    def close(self) -> None:
-        """Stop the thread (after the claim it is taking, if any)."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-
-
 @dataclass(frozen=True)
 class _Post:
     """One POST to make: a batch of one host's URLs, to one engine."""
@@ -341,8 +249,6 @@ class _Post:
     host: HostConfig
     urls: list[str]
     engine: Engine
-    #: The claim taken for these URLs before the delivery started, if any.
-    claimed: Claim | None = None
 
     def send(self, client: IndexNowClient, claim: Claim) -> PostResult:
         return client.post(
@@ -370,15 +276,11 @@ class _Sender:
 
     def prepare(self, post: _Post, deadline: float | None) -> Claim | None:
         """The claim to send for ``post`` now, or ``None`` (left, debounced, held back)."""
-        engine, store = post.engine, self.store
         if deadline is not None and time.monotonic() >= deadline:
-            if post.claimed is not None:
-                store.release(post.claimed)
             self.report.left.append((post.engine, post.urls))
             return None
-        claim = post.claimed
-        if claim is None:
-            claim = store.claim(engine, post.urls, gone=self.report.gone, force=self.force)
+        engine, store = post.engine, self.store
+        claim = store.claim(engine, post.urls, gone=self.report.gone, force=self.force)
         if claim.debounced:
             debounced = self.report.debounced
             debounced[engine.name] = debounced.get(engine.name, 0) + claim.debounced

@@ -36,8 +36,6 @@ from .entries import Entry, Ready
 if TYPE_CHECKING:
     from django.http import HttpResponseBase
 
-    from ..delivery.send import ClaimAhead, Claimed
-
 __all__ = ["Counts", "Reporter", "SubmissionRun", "send_urls"]
 
 _STATE = {Outcome.ACCEPTED: "accepted", Outcome.RETRY: "failed", Outcome.REJECTED: "rejected"}
@@ -120,35 +118,18 @@ class SubmissionRun:
         #: Set once the queue failed to take a job: the rest is sent from here.
         self.queue_down = False
         self._client: IndexNowClient | None = None
-        #: Takes each batch's claims while the batch before is sent (``--sync``), once
-        #: known to be of use; the batch claimed last, not sent yet.
-        self._ahead: ClaimAhead | None = None
-        self._claimed: Claimed | None = None
 
     # ------------------------------------------------------------------ batching
 
     def feed(self, entries: Iterable[Entry | Ready]) -> None:
         """Check, buffer and hand on every entry; the last partial buffers too."""
-        buffers: dict[str, dict[str, None]] = {}
-        try:
-            self._feed(entries, buffers)
-            for host, buffer in buffers.items():
-                self._send(host, list(buffer))
-            if self._claimed is not None:  # the last batch
-                claimed, self._claimed = self._claimed, None
-                self._send_now(claimed.urls, claimed=claimed)
-                self.reporter.progress(force=True)
-        finally:
-            self._stop_claiming()
-
-    def _feed(self, entries: Iterable[Entry | Ready], buffers: dict[str, dict[str, None]]) -> None:
-        """:meth:`feed` but the last partial buffers, left in ``buffers``."""
         conf = self.conf
         base_url = conf.base_url
         hosts = conf.hosts
         max_urls = conf.max_urls
         counts = self.counts
         live = self.live
+        buffers: dict[str, dict[str, None]] = {}
         for entry in entries:
             if isinstance(entry, Ready):
                 self._take(buffers, entry.host, entry.urls)
@@ -180,6 +161,8 @@ class SubmissionRun:
                 self._send(host, list(buffer))
             elif live:
                 self.reporter.progress()
+        for host, buffer in buffers.items():
+            self._send(host, list(buffer))
 
     def _take(self, buffers: dict[str, dict[str, None]], host: str, urls: list[str]) -> None:
         """What :meth:`feed` does URL by URL, for valid ``urls`` of ``host``, a slice at a time."""
@@ -210,7 +193,7 @@ class SubmissionRun:
         if self.dry_run:
             self._dry_run(host, urls)
         elif self.sync:
-            self._send_claimed_before(urls)
+            self._send_now(urls)
         else:
             self._enqueue(host, urls)
         self.reporter.progress(force=True)
@@ -271,41 +254,8 @@ class SubmissionRun:
 
     # ------------------------------------------------------------------ sending from here
 
-    def _send_claimed_before(self, urls: list[str]) -> None:
-        """Start claiming ``urls`` and send the batch claimed before them, if any (see
-        :class:`~indexnow_django.delivery.send.ClaimAhead`); else send ``urls`` now."""
-        from ..delivery.send import ClaimAhead
-
-        if self._ahead is None:
-            if not ClaimAhead.useful(self.conf):
-                self._send_now(urls)
-                return
-            self._ahead = ClaimAhead(self.conf, force=self.force)
-        claimed, self._claimed = self._claimed, self._ahead.start(urls)
-        if claimed is not None:
-            self._send_now(claimed.urls, claimed=claimed)
-
-    def _stop_claiming(self) -> None:
-        """Free the URLs of a batch claimed and not sent (the run stopped early)."""
-        claimed, self._claimed = self._claimed, None
-        try:
-            if claimed is not None:
-                claimed.release()
-        finally:
-            if self._ahead is not None:
-                self._ahead.close()
-                self._ahead = None
-
-    def _send_now(
-        self,
-        urls: list[str],
-        *,
-        batch_id: str = "",
-        fallback: bool = False,
-        claimed: Claimed | None = None,
-    ) -> None:
-        """Send ``urls`` from this process, retrying what the engines ask to be retried.
-        ``claimed``: their claims, taken ahead."""
+    def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
+        """Send ``urls`` from this process, retrying what the engines ask to be retried."""
         from ..delivery.parcel import new_batch_id
         from ..delivery.run import rejection_hint
         from ..delivery.send import deliver_now, make_client
@@ -323,8 +273,6 @@ class SubmissionRun:
             normalized=True,
             attempt=1,
             on_wait=self.reporter.waiting,
-            store=claimed.store if claimed is not None else None,
-            claimed=claimed.claims() if claimed is not None else None,
         )
         # Each engine's answers, and the attempt each came at, in order.
         answers: dict[str, list[tuple[PostResult, int]]] = {}
