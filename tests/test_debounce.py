@@ -239,6 +239,49 @@ def test_redis_holds_a_few_bytes_per_url(redis_url, settings):
     assert (full - half) / 20_000 < 32
 
 
+def test_every_hash_expires_once_the_window_marker_is_full(private_redis, settings):
+    """The script stamps each of a window's 16,384 hashes with its expiry once, then
+    stops looking: URLs claimed after every hash has it still land in hashes that expire,
+    and so does every other key the store writes."""
+    from indexnow_django.delivery.debounce.redis_store import digests
+
+    settings.CACHES = {
+        **settings.CACHES,
+        "private": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"{private_redis.url}/0",
+        },
+    }
+    conn = redis.Redis.from_url(f"{private_redis.url}/0")
+    store = DebounceStore("private", ttl=600)
+    # One URL per hash (the digest's first byte and the second's six low bits), then more.
+    by_hash: dict[int, str] = {}
+    spare: list[str] = []
+    n = 0
+    while len(by_hash) < 16_384:
+        url = f"https://www.example.com/spread/{n}/"
+        digest = digests([url])
+        shard = digest[0] * 64 + digest[1]
+        if shard in by_hash:
+            spare.append(url)
+        else:
+            by_hash[shard] = url
+        n += 1
+    first = list(by_hash.values())
+    assert sent(store, BING, first[:8_000]) == first[:8_000]
+    assert sent(store, BING, first[8_000:]) == first[8_000:]
+    markers = [key for key in conn.scan_iter(count=5000) if key.endswith(b":m")]
+    assert len(markers) == 1 and conn.get(markers[0]) == b"\xff" * 2048
+    assert sent(store, BING, spare[:5_000]) == spare[:5_000]
+    assert store.claim(BING, first[:100] + spare[:100]).urls == []
+    keys = [key for key in conn.scan_iter(count=5000) if not key.endswith(b":n")]
+    assert len(keys) > 16_384
+    pipe = conn.pipeline(transaction=False)
+    for key in keys:
+        pipe.ttl(key)
+    assert [key for key, ttl in zip(keys, pipe.execute(), strict=True) if ttl <= 0] == []
+
+
 def test_a_url_sent_in_the_previous_window_is_debounced_until_its_ttl_ends(store):
     """Redis keeps entries in windows as wide as the TTL: a URL accepted just before
     a window ends is still debounced in the next one, for the rest of its TTL."""

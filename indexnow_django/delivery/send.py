@@ -415,10 +415,9 @@ def _by_host(urls: list[str]) -> dict[str, list[str]]:
     """Normalized ``urls`` grouped by host, in order; one look at the whole list when
     they share one host (as a bulk submission's batches do)."""
     first = host_of(urls[0])
-    prefix = "\n" + urls[0][: urls[0].index(first) + len(first) + 1]
-    # One line per URL (no URL holds a line break): count those starting with the prefix.
-    lines = "\n" + "\n".join(urls)
-    if lines.count(prefix) == len(urls) == lines.count("\n"):
+    prefix = urls[0][: urls[0].index(first) + len(first) + 1]
+    # URL by URL: no copy of the whole batch (a bulk submission's is a megabyte).
+    if all(url.startswith(prefix) for url in urls):
         return {first: urls}
     by_host: dict[str, list[str]] = defaultdict(list)
     for url in urls:

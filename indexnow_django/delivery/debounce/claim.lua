@@ -22,6 +22,9 @@ local mark = cur .. 'm'
 local stamps = call('GET', mark) or ''
 local floor = math.floor
 local claims, held, stamped = {}, {}, {}
+-- Once every hash of the window has its expiry (after a window's first 200,000 URLs or
+-- so), nothing more to look at per URL.
+local all_stamped = stamps == string.rep('\255', 2048)
 
 local function judge(v, g)
     local st = claims[v]
@@ -81,11 +84,13 @@ local function run(blob, g)
             c = c or 'w'
             if c == 'w' and write then call('HSET', key, f, tok) end
         end
-        if c == 'w' and write and not stamped[suffix] then
-            stamped[suffix] = true
+        if c == 'w' and write and not all_stamped then
+            -- The marker's bit first (arithmetic), the table only for hashes not marked yet.
             local a, b = byte(suffix, 1, 2)
             local s = a * 64 + b
-            if floor((byte(stamps, floor(s / 8) + 1) or 0) / 2 ^ (7 - s % 8)) % 2 == 0 then
+            if floor((byte(stamps, floor(s / 8) + 1) or 0) / 2 ^ (7 - s % 8)) % 2 == 0
+                and not stamped[suffix] then
+                stamped[suffix] = true
                 call('EXPIREAT', key, expire)
                 call('SETBIT', mark, s, 1)
             end
