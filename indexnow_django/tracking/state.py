@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import operator
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -20,6 +21,8 @@ from ..compat import PendingCallback, keep_state, kept_state
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
+
+    from ..registration.plan import Plan
 
 __all__ = [
     "LOADED",
@@ -33,6 +36,7 @@ __all__ = [
     "info_of",
     "loaded",
     "model_info",
+    "planned",
     "rebuild",
     "remember",
     "standing",
@@ -70,11 +74,10 @@ class TrackedState:
     #: Set by ``pre_save`` for ``post_save``: the stored row the save overwrites;
     #: ``()`` for an insert; ``None`` when the save is not tracked.
     before: Row | None = None
-    #: Stored values of the fields still deferred on the instance (a save does not write them).
-    deferred: dict[str, Any] | None = None
-    #: Set by ``pre_save`` of a save through an untracked base class: the child row it
-    #: changes (a :class:`~.save.BaseSave`).
-    base_save: Any = None
+    #: Set by ``pre_save`` for ``post_save``, seldom: what else it found (a
+    #: :class:`~.save.Found`: fields still deferred, a save through a base class, the
+    #: objects that follow from the object).
+    found: Any = None
     #: Whether the last save was raw (``loaddata``): its m2m data is ignored like the save.
     raw: bool = False
     #: Set by ``pre_delete`` for ``post_delete``: the URLs of the object as stored.
@@ -87,10 +90,6 @@ class TrackedState:
     #: Set by ``pre_save``/``pre_delete`` of a row that belongs to registered objects
     #: (:mod:`.related`): how they looked before it changed.
     owners_before: list[Any] | None = None
-    #: Set by ``pre_save`` of an object with ``dependents()``: how it looked, and the
-    #: watch of the objects whose URLs follow from it (a :class:`~.watch.Watch`).
-    before_seen: Any = None
-    watching: Any = None
 
     def __init__(self, owner: int, row: Row | None) -> None:
         #: ``id()`` of the instance this state belongs to (a copy of it shares ``_state``).
@@ -155,7 +154,7 @@ class Standing:
     falls together: :func:`standing` gives them one.
     """
 
-    __slots__ = ("_mark", "committed", "savepoints")
+    __slots__ = ("_alive", "_mark", "committed", "savepoints")
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         #: Set when the transaction committed.
@@ -167,6 +166,8 @@ class Standing:
             self.committed = True
 
         self._mark = PendingCallback(connection, indexnow_standing)
+        #: Its callback, while the connection still holds it (see PendingCallback.pending).
+        self._alive = weakref.ref(indexnow_standing)
 
     @property
     def mark(self) -> PendingCallback:
@@ -175,11 +176,11 @@ class Standing:
 
     def stands(self) -> bool:
         """Whether it committed or may still commit (no rollback dropped it)."""
-        return self.committed or self._mark.pending()
+        return self.committed or self._alive() is not None
 
     def open(self) -> bool:
         """Whether its transaction is still to commit or roll back."""
-        return not self.committed and self._mark.pending()
+        return not self.committed and self._alive() is not None
 
     #: As a piece of a commit (:mod:`indexnow_django.units.collector`): whether it still waits.
     pending = stands
@@ -198,8 +199,8 @@ def standing(connection: BaseDatabaseWrapper) -> Standing:
     if (
         found is None
         or found.committed
+        or found._alive() is None
         or found.savepoints != connection.savepoint_ids
-        or not found.mark.pending()
     ):
         found = _standing[id(connection)] = Standing(connection)
     return found
@@ -221,6 +222,19 @@ class ModelInfo(NamedTuple):
     auto: frozenset[str]
     #: The values of ``attnames`` in a mapping that has them all (``KeyError`` if not).
     values_of: Callable[[Mapping[str, Any]], Any]
+    #: A tracked model's plan (set when the handlers are connected: :func:`planned`).
+    plan: Plan | None = None
+    #: A save of a tracked model's object needs nothing before it but the row it
+    #: overwrites: no ``dependents()``, no tracked multi-table child judged apart.
+    plain: bool = False
+    #: With a plan, what tells a save's change apart without listing the fields that
+    #: changed, each the values of some fields in a mapping that has them all
+    #: (``KeyError`` if not): the fields a caller sets (not ``auto``; ``None``: ask
+    #: :func:`changed`), those whose change counts (``None``: every field), those the
+    #: object's public state and URLs are read from (``None``: any field).
+    set_values_of: Callable[[Mapping[str, Any]], Any] | None = None
+    counted_values_of: Callable[[Mapping[str, Any]], Any] | None = None
+    url_values_of: Callable[[Mapping[str, Any]], Any] | None = None
 
 
 def model_info(model: type[models.Model]) -> ModelInfo:
@@ -233,6 +247,32 @@ def model_info(model: type[models.Model]) -> ModelInfo:
         frozenset(f.attname for f in fields if getattr(f, "auto_now", False)),
         operator.itemgetter(*[f.attname for f in fields]),
     )
+
+
+def planned(info: ModelInfo, plan: Plan, plain: bool) -> ModelInfo:
+    """``info`` of a tracked model whose plan is ``plan`` (see :class:`ModelInfo`)."""
+    attnames, auto = info.attnames, info.auto
+
+    def values_of(names: Iterable[str]) -> Callable[[Mapping[str, Any]], Any]:
+        wanted = frozenset(names)
+        found = [a for a in attnames if a in wanted]
+        return operator.itemgetter(*found) if found else _no_values
+
+    urls = plan.url_attnames
+    counted = plan.attnames
+    return info._replace(
+        plan=plan,
+        plain=plain,
+        # When a field its URLs are read from is one the save itself sets (auto_now),
+        # a save's changes are listed field by field (see .save._compared).
+        set_values_of=values_of(info.attset - auto) if not (urls and urls & auto) else None,
+        counted_values_of=values_of(counted - auto) if counted is not None else None,
+        url_values_of=values_of(urls) if urls is not None else None,
+    )
+
+
+def _no_values(mapping: Mapping[str, Any]) -> tuple[()]:
+    return ()
 
 
 #: Tracked models (registered, or subclasses of registered ones).
