@@ -217,6 +217,9 @@ class _Pending:
             failed(saved, "work out the URLs of a save", error)
             return []
 
+    #: As a piece of its commit (see :func:`~indexnow_django.units.collector.changes_on_commit`).
+    __call__ = resolve
+
 
 def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending | None:
     """The change of ``obj`` still waiting for the current transaction, if any."""
@@ -293,4 +296,4 @@ def change_in_transaction(
     if pending is None or not pending.open():
         pending = waiting[key] = _Pending(plan, before, using, info)
     pending.changes.append((standing, saved, values, counts))
-    commit.collect(connection, pending.resolve, standing)
+    commit.collect(connection, pending, standing)

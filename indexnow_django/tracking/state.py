@@ -352,12 +352,18 @@ def rebuild(
     model = type(instance)
     if info is None:
         info = info_of(model)
-    names = [a for a in info.attnames if a in values]
+    attnames = info.attnames
+    try:  # every field (the usual)
+        names = list(attnames)
+        row = info.values_of(values) if len(attnames) > 1 else [values[attnames[0]]]
+    except KeyError:
+        names = [a for a in attnames if a in values]
+        row = [values[a] for a in names]
     plain = plain_from_db.get(model)
     old: models.Model = (
-        plain(model, instance._state.db, names, [values[a] for a in names])
+        plain(model, instance._state.db, names, row)
         if plain is not None
-        else model.from_db(instance._state.db, names, [values[a] for a in names])
+        else model.from_db(instance._state.db, names, row)
     )
     if info.relations:
         # Related objects cached on the instance are still right where their key did not change.
