@@ -20,7 +20,7 @@ from django.utils import timezone
 from ..compat import thread_connection
 from ..registration.languages import combined, languages_for
 from ..units.collector import GoneURL, changes_on_commit, hand_over
-from .state import MISSING, ModelInfo, Standing, as_written, rebuild
+from .state import MISSING, ModelInfo, Row, Standing, as_dict, as_written, rebuild
 from .state import standing as current_standing
 
 if TYPE_CHECKING:
@@ -63,7 +63,8 @@ class Unseen(NamedTuple):
     (``url_fields``), and none of them changed when it was recorded.
     """
 
-    values: dict[str, Any]
+    #: Its stored row: by attname, or (with ``info``) a sequence in the order of its fields.
+    values: Row
     #: What tracking knows of the model (a :class:`~.state.ModelInfo`).
     info: ModelInfo | None = None
 
@@ -71,17 +72,22 @@ class Unseen(NamedTuple):
         """How it looked, if that may differ from ``saved`` (``None``: the same): only
         then is the stored object built and seen."""
         current = saved.__dict__
-        values = self.values
+        row = self.values
         info = self.info
-        urls_of = info.url_values_of if info is not None else None
-        if urls_of is not None:
-            try:
-                if urls_of(current) == urls_of(values):
-                    return None
-            except KeyError:  # a field deferred: field by field
-                pass
-            else:
-                return see(plan, rebuild(saved, values, info))
+        if info is not None:
+            urls_of = info.url_values_of
+            if urls_of is not None:
+                urls_before = urls_of if type(row) is dict else info.url_row_of
+                try:
+                    if urls_of(current) == urls_before(row):
+                        return None
+                except KeyError:  # a field deferred: field by field
+                    pass
+                else:
+                    return see(plan, rebuild(saved, as_dict(row, info), info))
+            values = as_dict(row, info)
+        else:
+            values = row  # type: ignore[assignment]
         for attname in plan.url_attnames or ():
             if current.get(attname, MISSING) != values.get(attname, MISSING):
                 return see(plan, rebuild(saved, values, info))

@@ -477,20 +477,26 @@ def _compared(
         return DRAFT, True  # an insert
     # ``before`` holds every field (see before_save): a dict by attname, or a sequence
     # in the order of the model's fields.
-    values = before if type(before) is dict else dict(zip(info.attnames, before, strict=True))
     set_values_of = info.set_values_of
     if update_fields is None and set_values_of is not None:
+        of_row = type(before) is not dict
+        set_before = info.set_row_of if of_row else set_values_of
         try:
-            if set_values_of(values) == set_values_of(saved):
-                return _unchanged(plan, info, values, instance, before_seen)
+            if set_before(before) == set_values_of(saved):
+                return _unchanged(plan, info, before, instance, before_seen)
             counted_of = info.counted_values_of
-            counts = counted_of is None or counted_of(values) != counted_of(saved)
+            counts = counted_of is None or (
+                (info.counted_row_of if of_row else counted_of)(before) != counted_of(saved)
+            )
             urls_of = info.url_values_of
-            urls_kept = urls_of is not None and urls_of(values) == urls_of(saved)
+            urls_kept = urls_of is not None and (
+                (info.url_row_of if of_row else urls_of)(before) == urls_of(saved)
+            )
         except KeyError:  # a field deferred on the instance: field by field
             pass
         else:
-            return _judged(plan, info, values, instance, counts, urls_kept, before_seen)
+            return _judged(plan, info, before, instance, counts, urls_kept, before_seen)
+    values = as_dict(before, info)
     changes = changed(values, saved, instance, info, update_fields)
     if info.auto:
         changes -= info.auto  # set by the save itself, not by the caller
@@ -506,7 +512,7 @@ def _compared(
 def _unchanged(
     plan: Plan,
     info: ModelInfo,
-    values: dict[str, Any],
+    before: Row,
     instance: models.Model,
     before_seen: Seen | None,
 ) -> tuple[Seen | None, bool] | None:
@@ -516,14 +522,14 @@ def _unchanged(
     if plan.related:
         # Its rows (parler's translations, inline rows) may be saved next, in the
         # same transaction: what they change is compared with the object as it is now.
-        return before_seen or see(plan, rebuild(instance, values, info)), True
+        return before_seen or see(plan, rebuild(instance, as_dict(before, info), info)), True
     return None, True
 
 
 def _judged(
     plan: Plan,
     info: ModelInfo,
-    values: dict[str, Any],
+    before: Row,
     instance: models.Model,
     counts: bool,
     urls_kept: bool,
@@ -536,8 +542,8 @@ def _judged(
     if urls_kept and not plan.related:
         # No field its public state and URLs are read from changed: they are as they
         # were, which the field values tell without building the stored object.
-        return (_new_unseen(Unseen, (values, info)), True) if counts else None
-    return see(plan, rebuild(instance, values, info)), counts
+        return (_new_unseen(Unseen, (before, info)), True) if counts else None
+    return see(plan, rebuild(instance, as_dict(before, info), info)), counts
 
 
 def _as_saved(

@@ -209,6 +209,10 @@ def standing(connection: BaseDatabaseWrapper) -> Standing:
 # The model ---------------------------------------------------------------------------
 
 
+def _no_values(values: Any) -> tuple[()]:
+    return ()
+
+
 class ModelInfo(NamedTuple):
     """What the handlers need about one tracked model class, worked out once."""
 
@@ -232,9 +236,14 @@ class ModelInfo(NamedTuple):
     #: (``KeyError`` if not): the fields a caller sets (not ``auto``; ``None``: ask
     #: :func:`changed`), those whose change counts (``None``: every field), those the
     #: object's public state and URLs are read from (``None``: any field).
-    set_values_of: Callable[[Mapping[str, Any]], Any] | None = None
-    counted_values_of: Callable[[Mapping[str, Any]], Any] | None = None
-    url_values_of: Callable[[Mapping[str, Any]], Any] | None = None
+    set_values_of: Callable[[Any], Any] | None = None
+    counted_values_of: Callable[[Any], Any] | None = None
+    url_values_of: Callable[[Any], Any] | None = None
+    #: The same values in a whole row that is a sequence (in the order of ``attnames``;
+    #: asked only where the getter above is not ``None``).
+    set_row_of: Callable[[Any], Any] = _no_values
+    counted_row_of: Callable[[Any], Any] = _no_values
+    url_row_of: Callable[[Any], Any] = _no_values
 
 
 def model_info(model: type[models.Model]) -> ModelInfo:
@@ -253,26 +262,28 @@ def planned(info: ModelInfo, plan: Plan, plain: bool) -> ModelInfo:
     """``info`` of a tracked model whose plan is ``plan`` (see :class:`ModelInfo`)."""
     attnames, auto = info.attnames, info.auto
 
-    def values_of(names: Iterable[str]) -> Callable[[Mapping[str, Any]], Any]:
+    def values_of(names: Iterable[str], by_index: bool = False) -> Callable[[Any], Any]:
         wanted = frozenset(names)
-        found = [a for a in attnames if a in wanted]
+        found: list[Any] = [a for a in attnames if a in wanted]
+        if by_index:
+            found = [attnames.index(a) for a in found]
         return operator.itemgetter(*found) if found else _no_values
 
     urls = plan.url_attnames
     counted = plan.attnames
+    # When a field its URLs are read from is one the save itself sets (auto_now), a
+    # save's changes are listed field by field (see .save._compared).
+    whole = not (urls and urls & auto)
     return info._replace(
         plan=plan,
         plain=plain,
-        # When a field its URLs are read from is one the save itself sets (auto_now),
-        # a save's changes are listed field by field (see .save._compared).
-        set_values_of=values_of(info.attset - auto) if not (urls and urls & auto) else None,
+        set_values_of=values_of(info.attset - auto) if whole else None,
         counted_values_of=values_of(counted - auto) if counted is not None else None,
         url_values_of=values_of(urls) if urls is not None else None,
+        set_row_of=values_of(info.attset - auto, True),
+        counted_row_of=values_of(counted - auto, True) if counted is not None else _no_values,
+        url_row_of=values_of(urls, True) if urls is not None else _no_values,
     )
-
-
-def _no_values(mapping: Mapping[str, Any]) -> tuple[()]:
-    return ()
 
 
 #: Tracked models (registered, or subclasses of registered ones).
