@@ -207,17 +207,19 @@ class _Pending:
         self.done = True
         changes = self.changes
         if len(changes) == 1:  # the usual: one change of the object in the transaction
-            standing = changes if changes[0][0].stands() else []
+            kept, saved, values, counts = changes[0]
+            if not kept.stands():
+                return []
         else:
             standing = [change for change in changes if change[0].stands()]
-        if not standing:
-            return []
-        _kept, saved, values, counts = standing[-1]
+            if not standing:
+                return []
+            _kept, saved, values, counts = standing[-1]
+            if not counts:
+                counts = any(change[3] for change in standing)
         try:
             if values is not None:
                 saved = as_written(saved, values, self.info)  # not edits made since, unsaved
-            if not counts and len(standing) > 1:
-                counts = any(change[3] for change in standing)
             return outcome(self.plan, self.before, saved, counts, self.using)
         except Exception as error:
             failed(saved, "work out the URLs of a save", error)
