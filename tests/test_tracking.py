@@ -859,6 +859,28 @@ def test_a_save_rolled_back_with_its_savepoint_first_leaves_no_trace(engine: Any
     assert sent(engine) == [[f"{BASE}/posts/first-ghost/", f"{BASE}/posts/first/"]]
 
 
+def test_saves_before_and_after_a_rolled_back_savepoint_both_count(engine: Any) -> None:
+    """The saves of one transaction around a savepoint that rolls back: the two that
+    stand are sent together at the commit, the one rolled back is not."""
+    first, ghost, last = published("first"), published("ghost"), published("last")
+    engine.reset()
+    with transaction.atomic():
+        first.title = "First retitled"
+        first.save()
+        try:
+            with transaction.atomic():
+                ghost.title = "Ghost retitled"
+                ghost.save()
+                raise Boom
+        except Boom:
+            pass
+        last.title = "Last retitled"
+        last.save()
+        assert sent(engine) == []
+    assert sent(engine) == [[f"{BASE}/posts/first/", f"{BASE}/posts/last/"]]
+    assert Post.objects.get(pk=ghost.pk).title == "Ghost"
+
+
 def test_a_rolled_back_savepoint_in_an_atomic_request_leaves_no_trace(
     engine: Any, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

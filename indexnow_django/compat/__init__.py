@@ -213,18 +213,21 @@ def thread_connection(alias: str) -> BaseDatabaseWrapper:
     (``connections[alias] = conn`` in a live test server, before it serves
     anything), so before a lookup here.
     """
-    if asyncio._get_running_loop() is not None:
-        from django.db import connections
+    if asyncio._get_running_loop() is None:
+        try:
+            found: BaseDatabaseWrapper = _threads.connections[alias]
+        except (AttributeError, KeyError):
+            pass
+        else:
+            return found
+    from django.db import connections
 
+    if asyncio._get_running_loop() is not None:
         return connections[alias]
     kept: dict[str, BaseDatabaseWrapper] | None = _threads.__dict__.get("connections")
     if kept is None:
         kept = _threads.connections = {}
-    found = kept.get(alias)
-    if found is None:
-        from django.db import connections
-
-        found = kept[alias] = connections[alias]
+    found = kept[alias] = connections[alias]
     return found
 
 

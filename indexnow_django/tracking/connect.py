@@ -31,7 +31,7 @@ from .m2m import m2m_fields, on_m2m_changed, through_of
 from .raw import follow_reversion
 from .related import after_row_change, before_row_change, owners
 from .save import after_save, before_save
-from .state import ModelInfo, children, model_info, tracked
+from .state import ModelInfo, children, model_info, planned, tracked
 
 __all__ = ["connect"]
 
@@ -120,6 +120,12 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
         if plan_for(parent) is None:
             for signal, handler, name in _SAVE:
                 wanted[(parent, name)] = (signal, handler)
+    for model, info in found.items():
+        # What the save handlers ask of each save, worked out once.
+        plan = plan_for(model)
+        assert plan is not None
+        plain = not plan.has_dependents and model not in parents
+        found[model] = planned(info, plan, plain)
     signals = {name: signal for signal, _handler, name in (*_SAVE, *_DELETE, *_ROWS)}
     signals["m2m_changed"] = m2m_changed
     for sender, name in _connected - set(wanted):

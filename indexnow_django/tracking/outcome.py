@@ -20,7 +20,7 @@ from django.utils import timezone
 from ..compat import thread_connection
 from ..registration.languages import combined, languages_for
 from ..units.collector import GoneURL, changes_on_commit, hand_over
-from .state import MISSING, Standing, as_written, rebuild
+from .state import MISSING, ModelInfo, Row, Standing, as_dict, as_written, rebuild
 from .state import standing as current_standing
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ __all__ = [
     "Seen",
     "Unseen",
     "change",
+    "change_in_transaction",
     "failed",
     "open_change",
     "outcome",
@@ -62,16 +63,34 @@ class Unseen(NamedTuple):
     (``url_fields``), and none of them changed when it was recorded.
     """
 
-    values: dict[str, Any]
+    #: Its stored row: by attname, or (with ``info``) a sequence in the order of its fields.
+    values: Row
+    #: What tracking knows of the model (a :class:`~.state.ModelInfo`).
+    info: ModelInfo | None = None
 
     def seen(self, plan: Plan, saved: models.Model) -> Seen | None:
         """How it looked, if that may differ from ``saved`` (``None``: the same): only
         then is the stored object built and seen."""
         current = saved.__dict__
-        values = self.values
+        row = self.values
+        info = self.info
+        if info is not None:
+            urls_of = info.url_values_of
+            if urls_of is not None:
+                urls_before = urls_of if type(row) is dict else info.url_row_of
+                try:
+                    if urls_of(current) == urls_before(row):
+                        return None
+                except KeyError:  # a field deferred: field by field
+                    pass
+                else:
+                    return see(plan, rebuild(saved, as_dict(row, info), info))
+            values = as_dict(row, info)
+        else:
+            values = row  # type: ignore[assignment]
         for attname in plan.url_attnames or ():
             if current.get(attname, MISSING) != values.get(attname, MISSING):
-                return see(plan, rebuild(saved, values))
+                return see(plan, rebuild(saved, values, info))
         return None
 
 
@@ -159,12 +178,20 @@ class _Pending:
     only the callbacks registered in its block, still sees it.
     """
 
-    __slots__ = ("before", "changes", "done", "plan", "using")
+    __slots__ = ("before", "changes", "done", "info", "plan", "using")
 
-    def __init__(self, plan: Plan, before: Seen | Unseen | None, using: str) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        before: Seen | Unseen | None,
+        using: str,
+        info: ModelInfo | None = None,
+    ) -> None:
         self.plan = plan
         self.before = before
         self.using = using
+        #: What tracking knows of the model, if the caller had it at hand.
+        self.info = info
         self.done = False
         #: Each change: whether it still stands (its savepoint did not roll back),
         #: the object, the values it saved (``None``: the object is a copy made then),
@@ -180,21 +207,26 @@ class _Pending:
         self.done = True
         changes = self.changes
         if len(changes) == 1:  # the usual: one change of the object in the transaction
-            standing = changes if changes[0][0].stands() else []
+            kept, saved, values, counts = changes[0]
+            if not kept.stands():
+                return []
         else:
             standing = [change for change in changes if change[0].stands()]
-        if not standing:
-            return []
-        _kept, saved, values, counts = standing[-1]
+            if not standing:
+                return []
+            _kept, saved, values, counts = standing[-1]
+            if not counts:
+                counts = any(change[3] for change in standing)
         try:
             if values is not None:
-                saved = as_written(saved, values)  # not edits made since, unsaved
-            if not counts and len(standing) > 1:
-                counts = any(change[3] for change in standing)
+                saved = as_written(saved, values, self.info)  # not edits made since, unsaved
             return outcome(self.plan, self.before, saved, counts, self.using)
         except Exception as error:
             failed(saved, "work out the URLs of a save", error)
             return []
+
+    #: As a piece of its commit (see :func:`~indexnow_django.units.collector.changes_on_commit`).
+    __call__ = resolve
 
 
 def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending | None:
@@ -244,16 +276,32 @@ def change(
         values = saved.__dict__.copy()
     if standing is None:
         standing = current_standing(connection)
+    change_in_transaction(plan, before, saved, counts, using, standing, values, connection)
+
+
+def change_in_transaction(
+    plan: Plan,
+    before: Seen | Unseen | None,
+    saved: models.Model,
+    counts: bool,
+    using: str,
+    standing: Standing,
+    values: dict[str, Any] | None,
+    connection: BaseDatabaseWrapper,
+    info: ModelInfo | None = None,
+) -> None:
+    """:func:`change` inside a transaction on ``connection``: worked out when it commits.
+
+    ``standing``: whether the change still stands; ``values``: what the change saved,
+    by attname (``None``: ``saved`` is a copy made then); ``info``: what tracking
+    knows of the model, if the caller has it at hand.
+    """
     commit = changes_on_commit(connection, start=True, standing=standing)
     assert commit is not None
     waiting = commit.changes
     key = (saved._meta.concrete_model, saved.pk)
     pending: _Pending | None = waiting.get(key)
-    first = pending is None or not pending.open()
-    if first:
-        pending = _Pending(plan, before, using)
-    assert pending is not None
+    if pending is None or not pending.open():
+        pending = waiting[key] = _Pending(plan, before, using, info)
     pending.changes.append((standing, saved, values, counts))
-    commit.collect(connection, pending.resolve, standing)
-    if first:
-        waiting[key] = pending
+    commit.collect(connection, pending, standing)

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db import models
 from django.utils import timezone
 
-from ..compat import kept_state, thread_connection
+from ..compat import _STATE_ATTRIBUTE as STATE_ATTRIBUTE
+from ..compat import thread_connection
 from ..conf import is_enabled
 from ..registration.registry import plan_for
 from ..units.collector import LATER_LIMIT, current, hand_over
-from .outcome import DRAFT, Seen, Unseen, change, failed, outcome, see
+from .outcome import DRAFT, Seen, Unseen, change, change_in_transaction, failed, outcome, see
 from .raw import ignored
 from .state import (
     LOADED,
@@ -48,18 +49,18 @@ from .state import (
     changed,
     children,
     is_whole,
-    keep_row,
     known_row,
     loaded,
     model_info,
     rebuild,
     remember,
     saved_attnames,
+    standing,
     state,
     stored_values,
     tracked,
 )
-from .watch import Watch, watched
+from .watch import Watch, _watched, watched
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -81,6 +82,31 @@ def fields_changed(plan: Plan, changes: set[str]) -> bool:
 # 1. Before the save ---------------------------------------------------------------------
 
 
+class Found:
+    """What ``pre_save`` found for ``post_save`` beyond the row the save overwrites
+    (seldom: most saves need nothing more)."""
+
+    __slots__ = ("base_save", "before_seen", "deferred", "watching")
+
+    def __init__(self) -> None:
+        #: Stored values of the fields still deferred on the instance (a save does not
+        #: write them).
+        self.deferred: dict[str, Any] | None = None
+        #: A save through a base class: the child row it changes.
+        self.base_save: BaseSave | None = None
+        #: An object with ``dependents()``: how it looked, and the watch of the objects
+        #: whose URLs follow from it.
+        self.before_seen: Seen | None = None
+        self.watching: Watch | None = None
+
+
+def _found(known: TrackedState) -> Found:
+    found: Found | None = known.found
+    if found is None:
+        found = known.found = Found()
+    return found
+
+
 def before_save(
     sender: type[models.Model],
     instance: models.Model,
@@ -90,21 +116,51 @@ def before_save(
     **kwargs: Any,
 ) -> None:
     """``pre_save``: the stored row that the save overwrites."""
-    known = kept_state(instance)
-    if known is None or known._owner != id(instance):
+    kept = instance._state.__dict__
+    known = kept.get(STATE_ATTRIBUTE)
+    if known is None:  # state(instance), made on its first save
+        known = kept[STATE_ATTRIBUTE] = TrackedState(id(instance), instance.__dict__.get(LOADED))
+    elif known._owner != id(instance):
         known = state(instance)
     known.before = None
-    known.base_save = None
+    known.found = None
     if raw:
         raw = ignored(raw)
     known.raw = raw
     if raw or not is_enabled():
         return  # loaddata, a fixture: nothing (a revert is counted: see .raw)
     info = tracked.get(sender)
+    if info is None or not info.plain:
+        _before_other_save(known, sender, info, instance, using, update_fields)
+        return
+    covered = _watched.get()
+    if covered and (sender, instance.pk) in covered:
+        return  # a watch() block submits what its objects' saves change
+    row = known.row if known.row_written is None else known_row(known)
+    if (
+        row is not None
+        and not instance._state.adding
+        and (len(row) == len(info.attnames) if type(row) is not dict else row.keys() >= info.attset)
+    ):
+        known.before = row  # loaded, or saved, by this process: no work before the save
+    else:
+        _read_before(known, info, instance, using)
+
+
+def _before_other_save(
+    known: TrackedState,
+    sender: type[models.Model],
+    info: ModelInfo | None,
+    instance: models.Model,
+    using: str,
+    update_fields: Iterable[str] | None,
+) -> None:
+    """``pre_save`` of a model with tracked multi-table children or with ``dependents()``."""
     if sender in children and not (instance._state.adding and instance.pk is None):
         # An object of a base class whose row may be a tracked child's: judged as the child.
-        known.base_save = before_base_save(instance, using, update_fields)
-        if info is None or known.base_save is not None:
+        base_save = before_base_save(instance, using, update_fields)
+        if base_save is not None:
+            _found(known).base_save = base_save
             return
     if info is None:
         return
@@ -113,15 +169,23 @@ def before_save(
     row = known.row if known.row_written is None else known_row(known)
     if not instance._state.adding and is_whole(row, info):
         known.before = row  # loaded, or saved, by this process: no work before the save
-    else:
-        try:
-            known.before, known.deferred = _stored_row(instance, info, using)
-        except Exception as error:
-            failed(instance, "work out the stored state before a save", error)
-            return
-    plan = plan_for(sender)
+    elif not _read_before(known, info, instance, using):
+        return
+    plan = info.plan
     if plan is not None and plan.has_dependents and known.before:
         _watch_dependents(known, plan, info, instance, update_fields, using)
+
+
+def _read_before(known: TrackedState, info: ModelInfo, instance: models.Model, using: str) -> bool:
+    """Ask the database for the row a save overwrites; ``False`` if that failed."""
+    try:
+        known.before, deferred = _stored_row(instance, info, using)
+    except Exception as error:
+        failed(instance, "work out the stored state before a save", error)
+        return False
+    if deferred:
+        _found(known).deferred = deferred
+    return True
 
 
 def _watch_dependents(
@@ -140,10 +204,14 @@ def _watch_dependents(
         return
     try:
         stored = rebuild(instance, values, info)
-        known.before_seen = see(plan, stored)
-        known.watching = Watch(plan.options.dependents(stored), using)
+        before_seen = see(plan, stored)
+        watching = Watch(plan.options.dependents(stored), using)
     except Exception as error:
         failed(instance, "work out the URLs of the objects that follow from it", error)
+        return
+    found = _found(known)
+    found.before_seen = before_seen
+    found.watching = watching
 
 
 def _stored_row(
@@ -188,14 +256,16 @@ def after_save(
     """``post_save``: keep the row as saved and submit what the save changed."""
     if raw and ignored(raw):
         return
-    known = kept_state(instance)
+    known = instance._state.__dict__.get(STATE_ATTRIBUTE)
     if known is None or known._owner != id(instance):
         known = state(instance)
-    before, known.before = known.before, None
-    deferred, known.deferred = known.deferred, None
-    base_save, known.base_save = known.base_save, None
-    if base_save is not None:
-        after_base_save(base_save, instance, using)
+    before = known.before
+    known.before = None
+    found: Found | None = known.found
+    if found is not None:
+        known.found = None
+        if found.base_save is not None:
+            after_base_save(found.base_save, instance, using)
     info = tracked.get(sender)
     if info is None:
         return
@@ -209,15 +279,36 @@ def after_save(
     else:
         saved = remember(instance, saved_attnames(instance, update_fields))
     connection = thread_connection(using)
-    standing = keep_row(known, saved, connection)
-    before_seen, known.before_seen = known.before_seen, None
-    watching, known.watching = known.watching, None
+    # What the database holds now (see keep_row).
+    known.row = saved
+    written = known.row_written = standing(connection) if connection.in_atomic_block else None
     if before is None:
         return
-    plan = plan_for(sender)
-    if plan is not None:
-        # Worked out at the end of the unit of work, with its other saves and from the
-        # object's state when the unit began; one whose dependents were watched, at once.
+    plan = info.plan
+    if plan is None:
+        return
+    if found is None:
+        if copied and written is not None:
+            # The usual save inside a transaction: the state before is seen now (when
+            # a field its URLs are read from changed), what it is at the commit then.
+            try:
+                compared = _compared(plan, info, before, instance, saved, None)
+            except Exception as error:
+                failed(instance, "work out the stored state before a save", error)
+                return
+            if compared is not None:
+                change_in_transaction(
+                    plan,
+                    compared[0],
+                    instance,
+                    compared[1],
+                    using,
+                    written,
+                    saved,
+                    connection,
+                    info,
+                )
+            return
         settle(
             plan,
             info,
@@ -225,16 +316,34 @@ def after_save(
             instance,
             saved,
             update_fields,
-            deferred,
+            None,
             using,
-            later=before_seen is None,
-            standing=standing,
-            before_seen=before_seen,
+            later=True,
+            standing=written,
             connection=connection,
             copied=copied,
         )
-    if watching is not None:
-        watching.finish()
+        return
+    # Worked out at the end of the unit of work, with its other saves and from the
+    # object's state when the unit began; one whose dependents were watched, at once.
+    before_seen = found.before_seen
+    settle(
+        plan,
+        info,
+        before,
+        instance,
+        saved,
+        update_fields,
+        found.deferred,
+        using,
+        later=before_seen is None,
+        standing=written,
+        before_seen=before_seen,
+        connection=connection,
+        copied=copied,
+    )
+    if found.watching is not None:
+        found.watching.finish()
 
 
 # 3. What it submits -----------------------------------------------------------------------
@@ -366,27 +475,75 @@ def _compared(
     """
     if not before:
         return DRAFT, True  # an insert
+    # ``before`` holds every field (see before_save): a dict by attname, or a sequence
+    # in the order of the model's fields.
+    set_values_of = info.set_values_of
+    if update_fields is None and set_values_of is not None:
+        of_row = type(before) is not dict
+        set_before = info.set_row_of if of_row else set_values_of
+        try:
+            if set_before(before) == set_values_of(saved):
+                return _unchanged(plan, info, before, instance, before_seen)
+            counted_of = info.counted_values_of
+            counts = counted_of is None or (
+                (info.counted_row_of if of_row else counted_of)(before) != counted_of(saved)
+            )
+            urls_of = info.url_values_of
+            urls_kept = urls_of is not None and (
+                (info.url_row_of if of_row else urls_of)(before) == urls_of(saved)
+            )
+        except KeyError:  # a field deferred on the instance: field by field
+            pass
+        else:
+            return _judged(plan, info, before, instance, counts, urls_kept, before_seen)
     values = as_dict(before, info)
     changes = changed(values, saved, instance, info, update_fields)
     if info.auto:
         changes -= info.auto  # set by the save itself, not by the caller
     if not changes:
-        if plan.attnames is not None:
-            return None
-        if plan.related:
-            # Its rows (parler's translations, inline rows) may be saved next, in the
-            # same transaction: what they change is compared with the object as it is now.
-            return before_seen or see(plan, rebuild(instance, values, info)), True
-        return None, True
-    counts = fields_changed(plan, changes)
+        return _unchanged(plan, info, values, instance, before_seen)
+    urls_from = plan.url_attnames
+    urls_kept = urls_from is not None and urls_from.isdisjoint(changes)
+    return _judged(
+        plan, info, values, instance, fields_changed(plan, changes), urls_kept, before_seen
+    )
+
+
+def _unchanged(
+    plan: Plan,
+    info: ModelInfo,
+    before: Row,
+    instance: models.Model,
+    before_seen: Seen | None,
+) -> tuple[Seen | None, bool] | None:
+    """:func:`_compared` of a save that changed no field the caller sets."""
+    if plan.attnames is not None:
+        return None
+    if plan.related:
+        # Its rows (parler's translations, inline rows) may be saved next, in the
+        # same transaction: what they change is compared with the object as it is now.
+        return before_seen or see(plan, rebuild(instance, as_dict(before, info), info)), True
+    return None, True
+
+
+def _judged(
+    plan: Plan,
+    info: ModelInfo,
+    before: Row,
+    instance: models.Model,
+    counts: bool,
+    urls_kept: bool,
+    before_seen: Seen | None,
+) -> tuple[Seen | Unseen, bool] | None:
+    """:func:`_compared` of a save that changed a field the caller sets: ``counts``, one
+    that ``fields`` lists; ``urls_kept``, none that its URLs are read from."""
     if before_seen is not None:  # seen before the save when objects follow from it
         return before_seen, counts
-    urls_from = plan.url_attnames
-    if urls_from is not None and urls_from.isdisjoint(changes) and not plan.related:
+    if urls_kept and not plan.related:
         # No field its public state and URLs are read from changed: they are as they
         # were, which the field values tell without building the stored object.
-        return (_new_unseen(Unseen, (values,)), True) if counts else None
-    return see(plan, rebuild(instance, values, info)), counts
+        return (_new_unseen(Unseen, (before, info)), True) if counts else None
+    return see(plan, rebuild(instance, as_dict(before, info), info)), counts
 
 
 def _as_saved(

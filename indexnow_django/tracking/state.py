@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import operator
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -20,6 +21,8 @@ from ..compat import PendingCallback, keep_state, kept_state
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
+
+    from ..registration.plan import Plan
 
 __all__ = [
     "LOADED",
@@ -33,6 +36,7 @@ __all__ = [
     "info_of",
     "loaded",
     "model_info",
+    "planned",
     "rebuild",
     "remember",
     "standing",
@@ -70,11 +74,10 @@ class TrackedState:
     #: Set by ``pre_save`` for ``post_save``: the stored row the save overwrites;
     #: ``()`` for an insert; ``None`` when the save is not tracked.
     before: Row | None = None
-    #: Stored values of the fields still deferred on the instance (a save does not write them).
-    deferred: dict[str, Any] | None = None
-    #: Set by ``pre_save`` of a save through an untracked base class: the child row it
-    #: changes (a :class:`~.save.BaseSave`).
-    base_save: Any = None
+    #: Set by ``pre_save`` for ``post_save``, seldom: what else it found (a
+    #: :class:`~.save.Found`: fields still deferred, a save through a base class, the
+    #: objects that follow from the object).
+    found: Any = None
     #: Whether the last save was raw (``loaddata``): its m2m data is ignored like the save.
     raw: bool = False
     #: Set by ``pre_delete`` for ``post_delete``: the URLs of the object as stored.
@@ -87,10 +90,6 @@ class TrackedState:
     #: Set by ``pre_save``/``pre_delete`` of a row that belongs to registered objects
     #: (:mod:`.related`): how they looked before it changed.
     owners_before: list[Any] | None = None
-    #: Set by ``pre_save`` of an object with ``dependents()``: how it looked, and the
-    #: watch of the objects whose URLs follow from it (a :class:`~.watch.Watch`).
-    before_seen: Any = None
-    watching: Any = None
 
     def __init__(self, owner: int, row: Row | None) -> None:
         #: ``id()`` of the instance this state belongs to (a copy of it shares ``_state``).
@@ -155,7 +154,7 @@ class Standing:
     falls together: :func:`standing` gives them one.
     """
 
-    __slots__ = ("_mark", "committed", "savepoints")
+    __slots__ = ("_alive", "_mark", "committed", "savepoints")
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         #: Set when the transaction committed.
@@ -167,6 +166,8 @@ class Standing:
             self.committed = True
 
         self._mark = PendingCallback(connection, indexnow_standing)
+        #: Its callback, while the connection still holds it (see PendingCallback.pending).
+        self._alive = weakref.ref(indexnow_standing)
 
     @property
     def mark(self) -> PendingCallback:
@@ -175,11 +176,11 @@ class Standing:
 
     def stands(self) -> bool:
         """Whether it committed or may still commit (no rollback dropped it)."""
-        return self.committed or self._mark.pending()
+        return self.committed or self._alive() is not None
 
     def open(self) -> bool:
         """Whether its transaction is still to commit or roll back."""
-        return not self.committed and self._mark.pending()
+        return not self.committed and self._alive() is not None
 
     #: As a piece of a commit (:mod:`indexnow_django.units.collector`): whether it still waits.
     pending = stands
@@ -198,14 +199,18 @@ def standing(connection: BaseDatabaseWrapper) -> Standing:
     if (
         found is None
         or found.committed
+        or found._alive() is None
         or found.savepoints != connection.savepoint_ids
-        or not found.mark.pending()
     ):
         found = _standing[id(connection)] = Standing(connection)
     return found
 
 
 # The model ---------------------------------------------------------------------------
+
+
+def _no_values(values: Any) -> tuple[()]:
+    return ()
 
 
 class ModelInfo(NamedTuple):
@@ -221,6 +226,24 @@ class ModelInfo(NamedTuple):
     auto: frozenset[str]
     #: The values of ``attnames`` in a mapping that has them all (``KeyError`` if not).
     values_of: Callable[[Mapping[str, Any]], Any]
+    #: A tracked model's plan (set when the handlers are connected: :func:`planned`).
+    plan: Plan | None = None
+    #: A save of a tracked model's object needs nothing before it but the row it
+    #: overwrites: no ``dependents()``, no tracked multi-table child judged apart.
+    plain: bool = False
+    #: With a plan, what tells a save's change apart without listing the fields that
+    #: changed, each the values of some fields in a mapping that has them all
+    #: (``KeyError`` if not): the fields a caller sets (not ``auto``; ``None``: ask
+    #: :func:`changed`), those whose change counts (``None``: every field), those the
+    #: object's public state and URLs are read from (``None``: any field).
+    set_values_of: Callable[[Any], Any] | None = None
+    counted_values_of: Callable[[Any], Any] | None = None
+    url_values_of: Callable[[Any], Any] | None = None
+    #: The same values in a whole row that is a sequence (in the order of ``attnames``;
+    #: asked only where the getter above is not ``None``).
+    set_row_of: Callable[[Any], Any] = _no_values
+    counted_row_of: Callable[[Any], Any] = _no_values
+    url_row_of: Callable[[Any], Any] = _no_values
 
 
 def model_info(model: type[models.Model]) -> ModelInfo:
@@ -232,6 +255,34 @@ def model_info(model: type[models.Model]) -> ModelInfo:
         frozenset(f.attname for f in fields if f.get_internal_type() in _MUTABLE_TYPES),
         frozenset(f.attname for f in fields if getattr(f, "auto_now", False)),
         operator.itemgetter(*[f.attname for f in fields]),
+    )
+
+
+def planned(info: ModelInfo, plan: Plan, plain: bool) -> ModelInfo:
+    """``info`` of a tracked model whose plan is ``plan`` (see :class:`ModelInfo`)."""
+    attnames, auto = info.attnames, info.auto
+
+    def values_of(names: Iterable[str], by_index: bool = False) -> Callable[[Any], Any]:
+        wanted = frozenset(names)
+        found: list[Any] = [a for a in attnames if a in wanted]
+        if by_index:
+            found = [attnames.index(a) for a in found]
+        return operator.itemgetter(*found) if found else _no_values
+
+    urls = plan.url_attnames
+    counted = plan.attnames
+    # When a field its URLs are read from is one the save itself sets (auto_now), a
+    # save's changes are listed field by field (see .save._compared).
+    whole = not (urls and urls & auto)
+    return info._replace(
+        plan=plan,
+        plain=plain,
+        set_values_of=values_of(info.attset - auto) if whole else None,
+        counted_values_of=values_of(counted - auto) if counted is not None else None,
+        url_values_of=values_of(urls) if urls is not None else None,
+        set_row_of=values_of(info.attset - auto, True),
+        counted_row_of=values_of(counted - auto, True) if counted is not None else _no_values,
+        url_row_of=values_of(urls, True) if urls is not None else _no_values,
     )
 
 
@@ -312,12 +363,18 @@ def rebuild(
     model = type(instance)
     if info is None:
         info = info_of(model)
-    names = [a for a in info.attnames if a in values]
+    attnames = info.attnames
+    try:  # every field (the usual)
+        names = list(attnames)
+        row = info.values_of(values) if len(attnames) > 1 else [values[attnames[0]]]
+    except KeyError:
+        names = [a for a in attnames if a in values]
+        row = [values[a] for a in names]
     plain = plain_from_db.get(model)
     old: models.Model = (
-        plain(model, instance._state.db, names, [values[a] for a in names])
+        plain(model, instance._state.db, names, row)
         if plain is not None
-        else model.from_db(instance._state.db, names, [values[a] for a in names])
+        else model.from_db(instance._state.db, names, row)
     )
     if info.relations:
         # Related objects cached on the instance are still right where their key did not change.

@@ -386,7 +386,7 @@ class CommitChanges(Protocol):
     changes: dict[Any, Any]
 
     def collect(
-        self, connection: BaseDatabaseWrapper, resolve: Callable[[], Iterable[str]], standing: Any
+        self, connection: BaseDatabaseWrapper, resolve: Callable[[], list[str]], standing: Any
     ) -> None: ...
 
 
@@ -397,19 +397,27 @@ def changes_on_commit(
 
     ``start``: a change is about to be handed over (made when nothing waits for
     the commit yet); else ``None`` when nothing does. Its ``collect(resolve,
-    standing)`` hands the URLs that ``resolve()`` gives, called when the
-    transaction commits, to the unit of work as :func:`collect` would hand them
-    at this point; ``standing`` (a :class:`~.tracking.state.Standing`) tells
-    whether the change still stands.
+    standing)`` hands the URLs that ``resolve()`` gives (a list of strings, each
+    a :class:`GoneURL` or a plain ``str``), called when the transaction commits,
+    to the unit of work as :func:`collect` would hand them at this point;
+    ``standing`` (a :class:`~.tracking.state.Standing`) tells whether the change
+    still stands.
     """
     if start:
+        # The commit the change handed over before went to, when it stands with this
+        # one: the usual case, many changes in one transaction.
+        last_standing, commit = _Commit.last
+        if standing is last_standing and standing is not None and not commit.done:
+            pieces = commit.pieces
+            if pieces and pieces[-1][0] is standing:
+                return commit
         return _Commit.of(connection, standing)
     pending = _Commit._by_connection.get(connection)
     return pending if pending is not None and not pending.done else None
 
 
 #: URLs, or a function giving them when the transaction commits.
-_Piece = list[str] | Callable[[], Iterable[str]]
+_Piece = list[str] | Callable[[], list[str]]
 
 
 class _Waits(Protocol):
@@ -432,6 +440,9 @@ class _Commit:
     _by_connection: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Commit] = (
         weakref.WeakKeyDictionary()
     )
+    #: The standing of the last change handed over through :func:`changes_on_commit`
+    #: and its commit (a standing belongs to one connection, which one thread uses).
+    last: tuple[Any, _Commit]
 
     def __init__(self) -> None:
         #: Each piece: whether it still waits (its callback, or a tracked change's
@@ -456,6 +467,8 @@ class _Commit:
                 return pending
         if pending is None or pending.done or not (pending.alive() or pending.fresh()):
             pending = cls._by_connection[connection] = cls()
+        if standing is not None:
+            cls.last = (standing, pending)
         return pending
 
     def alive(self) -> bool:
@@ -469,12 +482,12 @@ class _Commit:
         return False
 
     def collect(
-        self, connection: BaseDatabaseWrapper, resolve: Callable[[], Iterable[str]], standing: Any
+        self, connection: BaseDatabaseWrapper, resolve: Callable[[], list[str]], standing: Any
     ) -> None:
         # A callback of its own, in the savepoint (and a test's capture of callbacks)
         # where it is handed over; whether it still waits is the change's standing's.
         connection.on_commit(self.join, robust=True)
-        self.pieces.append((standing, current(), resolve))
+        self.pieces.append((standing, _current.get(), resolve))
 
     def fresh(self) -> bool:
         """Whether nothing was handed to it yet (made for what is about to be)."""
@@ -495,6 +508,7 @@ class _Commit:
             return
         self.done = True
         pieces, self.pieces = self.pieces, []
+        self.changes = {}
         running = current()
         if running is not None and not running.accepts():
             running = None
@@ -502,32 +516,32 @@ class _Commit:
         # The URLs of consecutive pieces for one unit join it together, in their order.
         joining: list[str] = []
         unit: Collector | None = None
-        accepting: dict[int, bool] = {}
+        last: Any = leftovers  # the unit of the piece before (none yet)
         for callback, collector, urls in pieces:
             if not callback.pending():
                 continue  # rolled back with its savepoint
-            if callable(urls):
+            if callable(urls):  # a change tracking works out now (strings, see collect)
                 try:
-                    urls = [url if type(url) is str else _text(url) for url in urls()]
+                    urls = urls()
                 except Exception:
                     logger.exception("IndexNow could not work out URLs at commit")
                     continue
-            target = running
-            if collector is not None:
-                accepts = accepting.get(id(collector))
-                if accepts is None:
-                    accepts = accepting[id(collector)] = collector.accepts()
-                if accepts:
-                    target = collector
-            if target is not unit:
-                if joining:
-                    (unit or leftovers).add(joining)
-                joining = []
-                unit = target
+            if collector is not last:
+                last = collector
+                target = collector if collector is not None and collector.accepts() else running
+                if target is not unit:
+                    if joining:
+                        (unit or leftovers).add(joining)
+                    joining = []
+                    unit = target
             joining.extend(urls)
         if joining:
             (unit or leftovers).add(joining)
         leftovers.flush()
+
+
+_Commit.last = (None, _Commit())
+_Commit.last[1].done = True
 
 
 def _text(url: object) -> str:
