@@ -135,9 +135,9 @@ def record(args: argparse.Namespace) -> None:
     from django.db.models import Q
 
     from indexnow_django.conf import get_settings
-    from indexnow_django.delivery import history
-    from indexnow_django.delivery.send import make_client
     from indexnow_django.models import Delivery
+    from indexnow_django.sending import history
+    from indexnow_django.sending.send import make_client
 
     conf = get_settings()
     client = make_client(conf)

@@ -2,7 +2,7 @@
 
 Against a fresh SQLite database, creates ``--posts`` published posts of the test
 suite's blog (each with a category and three tags), then renders each post's URL
-through :class:`indexnow_django.delivery.preflight.Renderer` as the worker does before a
+through :class:`indexnow_django.sending.preflight.Renderer` as the worker does before a
 POST (the site's middleware, URLconf, view, template: a page of a post, its tags
 and the five newest posts), ``--runs`` times, and prints the time per URL of each
 run. Nothing is posted.
@@ -39,7 +39,7 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from indexnow_django.delivery.preflight import Renderer
+    from indexnow_django.sending.preflight import Renderer
     from tests.testapp.models import Category, Post, Tag
 
     call_command("migrate", verbosity=0)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_submit import redis_database  # noqa: E402
 
-from indexnow_django.delivery.debounce.redis_store import EXPIRY_SLACK, claim_script, digests  # noqa: E402
+from indexnow_django.sending.debounce.redis_store import EXPIRY_SLACK, claim_script, digests  # noqa: E402
 
 BATCH = 10_000
 TTL = 600

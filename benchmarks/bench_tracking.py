@@ -169,7 +169,7 @@ def child_model(args: argparse.Namespace, with_app: bool) -> dict[str, Any]:
                     setattr(obj, field, f"{field[0]}{next(counter)}")
                     obj.save()
             if collector is not None:
-                collector.settle()
+                collector.work_out_waiting()
             elapsed = clock() - started
             if collector is not None:
                 collector.urls.clear()

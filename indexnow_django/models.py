@@ -1,10 +1,10 @@
 """The app's database models: :class:`Delivery`, the record of one POST to an engine,
 :class:`TaskHeartbeat`, a delivery task still running (see :mod:`indexnow_django.tasks`),
-(and :class:`~indexnow_django.delivery.pending.PendingSubmission` and
+(and :class:`~indexnow_django.sending.pending.PendingSubmission` and
 :class:`~indexnow_django.crawl.models.CrawlReceipt` and ``CrawlWait``, kept with their own
 code).
 
-Rows are written by :mod:`indexnow_django.delivery.history` (one INSERT per POST) and
+Rows are written by :mod:`indexnow_django.sending.history` (one INSERT per POST) and
 shown by the admin (:mod:`indexnow_django.admin`). Nothing here reads settings or connects
 signals.
 """
@@ -98,4 +98,4 @@ class TaskHeartbeat(models.Model):
 # Kept beside the code that writes and reads it; imported here so that Django
 # (and its migrations) know the model.
 from .crawl.models import CrawlReceipt, CrawlWait  # noqa: E402
-from .delivery.pending import PendingSubmission  # noqa: E402
+from .sending.pending import PendingSubmission  # noqa: E402

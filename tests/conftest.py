@@ -20,7 +20,7 @@ from django.core.cache import caches
 from django.test import override_settings
 
 from indexnow_django import conf
-from indexnow_django.delivery import breaker
+from indexnow_django.sending import breaker
 from indexnow_django.testing import LoopbackEngine
 from indexnow_django.units import dispatch as kept_look
 from tests import services
@@ -136,7 +136,7 @@ def indexnow_settings(settings: Any) -> Any:
 def history_on(indexnow_settings: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """POSTs recorded in the database (the default, said for the workers a test starts
     too), and this process has not purged old records yet. Returns the overrides."""
-    from indexnow_django.delivery import history
+    from indexnow_django.sending import history
 
     monkeypatch.setattr(history, "_last_purge", None)
     monkeypatch.setattr(history, "_retries", {})

@@ -14,9 +14,9 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.formats import date_format
 
-from indexnow_django.delivery.send import deliver_now
 from indexnow_django.models import Delivery
 from indexnow_django.protocol.client import endpoint_name
+from indexnow_django.sending.send import deliver_now
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq.queue import META_BATCH_ID
 from indexnow_django.units.dispatch import dispatch

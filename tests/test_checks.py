@@ -534,7 +534,7 @@ def test_migrate_on_a_fresh_database_with_the_sites_framework_and_no_base_url(tm
 
 
 def test_an_http_site_names_its_http_key_file_in_every_request(indexnow_settings, engine):
-    from indexnow_django.delivery.send import deliver_now
+    from indexnow_django.sending.send import deliver_now
 
     indexnow_settings(BASE_URL="http://intranet.example.com", HOSTS=None)
     conf = get_settings()

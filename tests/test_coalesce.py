@@ -102,7 +102,7 @@ def test_each_flush_is_one_round_trip_and_the_window_one_job(
     window_jobs = queue.scheduled_job_registry.get_job_ids()
     assert len(window_jobs) == 2  # the warm-up's window, and this one
     assert queue.count == 0  # no job per flush
-    assert coalesce.pending_count(queue) == 41
+    assert coalesce.outbox_count(queue) == 41
     job_memory = sum(redis_conn.memory_usage(f"rq:job:{job_id}") for job_id in window_jobs)
     assert job_memory / 21 < 1024  # bytes of jobs per pending flush
 
@@ -116,7 +116,7 @@ def test_the_scripts_of_ours_touch_keys_of_ours_only(indexnow_settings, redis_co
         dispatch([url(i)])
     queue = get_queue(get_settings())
     coalesce.ensure_window_job(queue, get_settings())
-    coalesce.take_pending(queue, get_settings())
+    coalesce.take_outbox(queue, get_settings())
 
     assert scripts.keys
     assert [key for key in scripts.keys if not key.startswith("indexnow:")] == []
@@ -131,7 +131,7 @@ def test_a_url_pending_twice_is_one_entry_with_its_last_side(indexnow_settings, 
     dispatch([url(1)], gone=[url(1)])
     after = time.time()
     queue = get_queue(get_settings())
-    entries = redis_conn.hgetall(coalesce.pending_key(queue.name))
+    entries = redis_conn.hgetall(coalesce.outbox_key(queue.name))
     assert {url: value.split(b":")[0] for url, value in entries.items()} == {
         url(1).encode(): b"g",
         url(2).encode(): b"p",
@@ -146,7 +146,7 @@ def test_a_forced_flush_is_a_job_of_its_own(indexnow_settings, redis_conn):
     dispatch([url(1)], force=True)
     queue = get_queue(get_settings())
     assert queue.count == 1
-    assert coalesce.pending_count(queue) == 0
+    assert coalesce.outbox_count(queue) == 0
 
 
 def test_redis_down_at_flush_time_sends_from_the_process(
@@ -195,7 +195,7 @@ def test_a_worker_killed_mid_post_of_a_coalesced_batch_loses_nothing(
     posts = engine.wait_for_posts(2, timeout=90)
     assert sorted(posts[1].urls) == [url(i) for i in range(5)]
     # No job and no pending URL left that could send.
-    wait_until_idle(redis_conn, lambda: coalesce.pending_count(get_queue(get_settings())) == 0)
+    wait_until_idle(redis_conn, lambda: coalesce.outbox_count(get_queue(get_settings())) == 0)
     assert len(engine.posts) == 2
     assert failed_ids(redis_conn) == []
 
@@ -219,7 +219,7 @@ def test_a_window_job_that_cannot_be_scheduled_leaves_the_urls_pending_for_the_s
     monkeypatch.setattr(Queue, "schedule_job", original)
 
     queue = get_queue(get_settings())
-    assert coalesce.pending_count(queue) == 1
+    assert coalesce.outbox_count(queue) == 1
     assert queue.scheduled_job_registry.get_job_ids() == []
     assert engine.posts == []  # not sent from here too
     job_id = coalesce.ensure_window_job(queue, get_settings())

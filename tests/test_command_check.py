@@ -1020,7 +1020,7 @@ def test_a_scheduler_killed_with_its_worker_is_not_alive(
 def test_urls_waiting_in_the_database_are_counted(
     indexnow_settings: Callable[..., Any], run_check: Any
 ) -> None:
-    from indexnow_django.delivery.pending import PendingSubmission
+    from indexnow_django.sending.pending import PendingSubmission
 
     indexnow_settings(DISPATCH="sync")
     output, _ = run_check("--offline")

@@ -104,16 +104,16 @@ def test_other_caches_have_no_client(redis_url):
 def test_a_callback_waits_until_a_savepoint_rollback_drops_it():
     ran: list[str] = []
     with transaction.atomic():
-        kept = compat.PendingCallback(connection, lambda: ran.append("kept"))
+        kept = compat.CommitCallback(connection, lambda: ran.append("kept"))
         try:
             with transaction.atomic():
-                dropped = compat.PendingCallback(connection, lambda: ran.append("dropped"))
-                assert dropped.pending(), changed("BaseDatabaseWrapper.run_on_commit entries")
+                dropped = compat.CommitCallback(connection, lambda: ran.append("dropped"))
+                assert dropped.stands(), changed("BaseDatabaseWrapper.run_on_commit entries")
                 raise RuntimeError("roll back the savepoint")
         except RuntimeError:
             pass
-        assert kept.pending(), changed("BaseDatabaseWrapper.run_on_commit entries")
-        assert not dropped.pending(), changed(
+        assert kept.stands(), changed("BaseDatabaseWrapper.run_on_commit entries")
+        assert not dropped.stands(), changed(
             "savepoint_rollback() no longer removes its callbacks from run_on_commit"
         )
     assert ran == ["kept"]
@@ -123,20 +123,20 @@ def test_a_callback_waits_until_a_savepoint_rollback_drops_it():
 def test_while_the_commit_runs_the_callbacks_a_dropped_one_is_gone():
     """During the commit Django has taken the list away: a dropped callback must be freed."""
     seen: dict[str, bool] = {}
-    handles: dict[str, compat.PendingCallback] = {}
+    handles: dict[str, compat.CommitCallback] = {}
 
     def first() -> None:
-        seen.update({name: handle.pending() for name, handle in handles.items()})
+        seen.update({name: handle.stands() for name, handle in handles.items()})
 
     with transaction.atomic():
-        handles["first"] = compat.PendingCallback(connection, first)
+        handles["first"] = compat.CommitCallback(connection, first)
         try:
             with transaction.atomic():
-                handles["dropped"] = compat.PendingCallback(connection, lambda: None)
+                handles["dropped"] = compat.CommitCallback(connection, lambda: None)
                 raise RuntimeError("roll back the savepoint")
         except RuntimeError:
             pass
-        handles["last"] = compat.PendingCallback(connection, lambda: None)
+        handles["last"] = compat.CommitCallback(connection, lambda: None)
     assert seen == {"first": True, "dropped": False, "last": True}, changed(
         "a callback dropped by a rollback is still referenced while the commit runs the "
         "others (CPython frees it at once; another interpreter, or Django keeping it, does not)"
@@ -146,9 +146,9 @@ def test_while_the_commit_runs_the_callbacks_a_dropped_one_is_gone():
 @pytest.mark.django_db(transaction=True)
 def test_a_whole_rollback_drops_every_callback():
     with pytest.raises(RuntimeError), transaction.atomic():
-        handle = compat.PendingCallback(connection, lambda: None)
+        handle = compat.CommitCallback(connection, lambda: None)
         raise RuntimeError("roll back")
-    assert not handle.pending(), changed("a rolled back transaction keeps its callbacks")
+    assert not handle.stands(), changed("a rolled back transaction keeps its callbacks")
 
 
 # Bounded waits ---------------------------------------------------------------------

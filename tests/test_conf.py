@@ -25,8 +25,8 @@ from indexnow_django import conf as conf_package
 from indexnow_django.checks import check_settings
 from indexnow_django.conf import get_settings
 from indexnow_django.conf import hosts as live_hosts
-from indexnow_django.delivery.send import deliver_now
 from indexnow_django.protocol.client import RetryPolicy, resolve_engine
+from indexnow_django.sending.send import deliver_now
 from tests import services
 from tests.needs import AT_ONCE
 from tests.testapp.tenants import tenant_key

@@ -27,9 +27,9 @@ from indexnow_django.crawl.notice import STREAM_KEY
 from indexnow_django.crawl.receipts import after_text, drain
 from indexnow_django.crawl.verify import Verifier
 from indexnow_django.crawl.waits import wait_for_crawlers
-from indexnow_django.delivery.history import purge
-from indexnow_django.delivery.parcel import new_batch_id
 from indexnow_django.models import CrawlReceipt, Delivery
+from indexnow_django.sending.history import purge
+from indexnow_django.sending.parcel import new_batch_id
 from indexnow_django.testing import capture_submissions
 from indexnow_django.transports.rq.queue import connection
 from tests import crawl_dns
@@ -193,8 +193,8 @@ def test_the_admin_record_says_how_long_after_the_acceptance(client, redis_conn)
 def test_an_accepted_post_waits_for_crawlers_while_crawl_receipts_are_on(
     engine, history_on, indexnow_settings, crawl, dry_run, waits
 ):
-    from indexnow_django.delivery.send import deliver_now
     from indexnow_django.models import CrawlWait
+    from indexnow_django.sending.send import deliver_now
 
     indexnow_settings(CRAWL={"ENABLED": crawl}, DRY_RUN=dry_run)
     deliver_now(["/posts/a/", "/posts/b/"])

@@ -13,8 +13,8 @@ import redis
 from django.core.cache import caches
 
 from indexnow_django.conf import get_settings
-from indexnow_django.delivery.debounce import DebounceStore
 from indexnow_django.protocol.client import Engine
+from indexnow_django.sending.debounce import DebounceStore
 from indexnow_django.testing import Reply
 from tests.needs import ONE_JOB
 
@@ -141,7 +141,7 @@ def test_the_claims_of_a_process_that_died_are_taken_over():
     store = DebounceStore("shared", ttl=600, claim_ttl=300)
     code = (
         "import django; django.setup();"
-        "from indexnow_django.delivery.debounce import DebounceStore;"
+        "from indexnow_django.sending.debounce import DebounceStore;"
         "from indexnow_django.protocol.client import Engine;"
         "s = DebounceStore('shared', ttl=600, claim_ttl=300);"
         f"print(len(s.claim(Engine('bing', {BING.endpoint!r}), {URLS!r}).urls))"
@@ -243,7 +243,7 @@ def test_every_hash_expires_once_the_window_marker_is_full(private_redis, settin
     """The script stamps each of a window's 16,384 hashes with its expiry once, then
     stops looking: URLs claimed after every hash has it still land in hashes that expire,
     and so does every other key the store writes."""
-    from indexnow_django.delivery.debounce.redis_store import digests
+    from indexnow_django.sending.debounce.redis_store import digests
 
     settings.CACHES = {
         **settings.CACHES,
@@ -426,7 +426,7 @@ def test_the_request_path_makes_one_redis_round_trip_per_flush_and_none_without_
     nothing makes none."""
     from redis.connection import AbstractConnection
 
-    from indexnow_django.transports.rq.coalesce import pending_count, window_of
+    from indexnow_django.transports.rq.coalesce import outbox_count, window_of
     from indexnow_django.transports.rq.queue import get_queue
     from tests.testapp.models import Post
 
@@ -446,7 +446,7 @@ def test_the_request_path_makes_one_redis_round_trip_per_flush_and_none_without_
     monkeypatch.setattr(AbstractConnection, "send_packed_command", original)
     assert len(sent) == 2, sent  # the first flush of its window
     queue = get_queue(get_settings())
-    assert pending_count(queue) == 1
+    assert outbox_count(queue) == 1
     assert len(queue.scheduled_job_registry.get_job_ids()) == 1  # the window's job
 
     for _ in range(3):  # a save in the same window (one that crossed into the next: again)

@@ -20,9 +20,9 @@ from rq.registry import ScheduledJobRegistry
 
 from indexnow_django import submit
 from indexnow_django.checks import check_queue_wiring
-from indexnow_django.delivery import breaker
-from indexnow_django.delivery.history import flushed_at
 from indexnow_django.jobs import deliver
+from indexnow_django.sending import breaker
+from indexnow_django.sending.history import flushed_at
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq.queue import META_ATTEMPT, META_BATCH_ID
 from indexnow_django.units.dispatch import dispatch
@@ -378,8 +378,8 @@ def test_a_redis_that_never_answers_costs_one_flush_its_timeout(
     """A host that accepts connections and then says nothing (a dropped network, a hung
     Redis): the flush gives up after the Redis timeout and keeps its URLs for a worker
     (Redis may still take the job); the next flushes skip the enqueue and send at once."""
-    from indexnow_django.delivery import breaker
-    from indexnow_django.delivery.pending import ENQUEUE_TIMED_OUT, PendingSubmission
+    from indexnow_django.sending import breaker
+    from indexnow_django.sending.pending import ENQUEUE_TIMED_OUT, PendingSubmission
 
     indexnow_settings(DISPATCH="queue")
     with override_settings(RQ_QUEUES={"default": {"URL": f"redis://127.0.0.1:{silent_redis}/0"}}):
@@ -449,8 +449,8 @@ def test_a_frozen_redis_holds_no_request_beyond_the_bound(
     calls (the breaker), and is sent at once."""
     import requests
 
-    from indexnow_django.delivery import breaker
-    from indexnow_django.delivery.pending import PendingSubmission
+    from indexnow_django.sending import breaker
+    from indexnow_django.sending.pending import PendingSubmission
     from indexnow_django.transports.rq.queue import REDIS_TIMEOUT
     from tests.testapp.models import Post
 
@@ -592,7 +592,7 @@ def test_a_frozen_redis_under_concurrent_saves_answers_in_normal_time_and_sends_
     import redis
     import requests
 
-    from indexnow_django.delivery.pending import PendingSubmission
+    from indexnow_django.sending.pending import PendingSubmission
     from tests.testapp.models import Post
 
     queues = {"default": {"URL": f"{private_redis.url}/0"}}

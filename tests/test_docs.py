@@ -286,7 +286,7 @@ def test_the_quickstart_installs_from_a_clone_too():
 
 def test_the_debounce_line_the_quickstart_shows_is_the_one_logged(caplog, indexnow_settings):
     """What step 9 tells readers to look for, not a job result that rq does not keep."""
-    from indexnow_django.delivery.send import deliver_now
+    from indexnow_django.sending.send import deliver_now
 
     shown = re.search(r"^IndexNow debounced batch=\w+ engine=indexnow count=1$", QUICKSTART, re.M)
     assert shown is not None

@@ -11,9 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from indexnow_django.conf import Problem, validate
-from indexnow_django.delivery import history
-from indexnow_django.delivery.send import deliver_now
 from indexnow_django.models import Delivery
+from indexnow_django.sending import history
+from indexnow_django.sending.send import deliver_now
 from indexnow_django.testing import Reply
 from tests.conftest import make_delivery
 from tests.needs import AT_ONCE
@@ -82,12 +82,12 @@ def test_a_failure_to_record_is_logged_and_the_delivery_goes_on(
     engine, history_on, settings, caplog
 ):
     settings.DATABASE_ROUTERS = [f"{__name__}._NowhereRouter"]
-    with caplog.at_level(logging.WARNING, logger="indexnow_django.delivery.history"):
+    with caplog.at_level(logging.WARNING, logger="indexnow_django.sending.history"):
         report = deliver_now(["/a/"], batch_id="b1")
     assert report.sent_count == 1
     assert engine.posted_urls() == ["https://www.example.com/a/"]
     [message] = [
-        r.getMessage() for r in caplog.records if r.name == "indexnow_django.delivery.history"
+        r.getMessage() for r in caplog.records if r.name == "indexnow_django.sending.history"
     ]
     assert "history not recorded batch=b1" in message
 
@@ -261,7 +261,7 @@ def test_a_worker_records_each_attempt_with_its_job(
 
 
 def test_a_look_up_by_url_is_served_by_an_index_on_postgresql():
-    from indexnow_django.delivery.history import with_urls
+    from indexnow_django.sending.history import with_urls
 
     make_delivery(urls="https://www.example.com/p/1/\nhttps://www.example.com/p/2/")
     make_delivery(urls="https://www.example.com/p/10/")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from indexnow_django.conf import DEFAULTS, get_settings
-from indexnow_django.delivery.parcel import Parcel
-from indexnow_django.delivery.pending import PendingSubmission, keep
+from indexnow_django.sending.parcel import Parcel
+from indexnow_django.sending.pending import PendingSubmission, keep
 from indexnow_django.testing import Reply
 from indexnow_django.transports.rq import coalesce
 from indexnow_django.transports.rq.queue import get_queue
@@ -64,7 +64,7 @@ def wait_until_accepted(count: int, timeout: float = 20.0) -> None:
     from django.core.cache import caches
 
     from indexnow_django.compat import redis_cache_client
-    from indexnow_django.delivery.debounce.claims import engine_prefix
+    from indexnow_django.sending.debounce.claims import engine_prefix
 
     conf = get_settings()
     target = redis_cache_client(caches[conf.debounce_cache])
@@ -175,7 +175,7 @@ def test_a_throttled_backlog_for_one_host_goes_out_merged(indexnow_settings, sta
     assert [sorted(post.urls) for post in posts] == [[url(0)], sorted(later)]
     # At its slot: the first POST's slot came after the dispatch, the next one 10 s later.
     assert posts[1].received_at - dispatched >= 10 - 0.05
-    assert coalesce.pending_count(get_queue(get_settings())) == 0
+    assert coalesce.outbox_count(get_queue(get_settings())) == 0
 
 
 def test_a_worker_killed_mid_post_of_a_merged_delivery_loses_nothing_and_resends_only_the_unanswered(
@@ -203,7 +203,7 @@ def test_a_worker_killed_mid_post_of_a_merged_delivery_loses_nothing_and_resends
     posts = engine.wait_for_posts(3, timeout=60)
     assert sorted(posts[2].urls) == sorted(hanging.urls)  # sent again: nothing lost
     # No job and no pending URL left that could send.
-    wait_until_idle(redis_conn, lambda: coalesce.pending_count(get_queue(get_settings())) == 0)
+    wait_until_idle(redis_conn, lambda: coalesce.outbox_count(get_queue(get_settings())) == 0)
     assert len(engine.posts) == 3
     # What the engine accepted before the worker died is not sent again.
     assert sum(engine.posted_urls().count(u) for u in answered.urls) == len(answered.urls)

@@ -83,7 +83,7 @@ def test_the_wheel_names_the_project_urls_and_ships_no_tests(dists):
     assert all(url.startswith("https://") for url in urls.values())
     assert not any(name.startswith("tests/") for name in names)
     assert "indexnow_django/py.typed" in names
-    assert "indexnow_django/delivery/debounce/claim.lua" in names  # read as a resource
+    assert "indexnow_django/sending/debounce/claim.lua" in names  # read as a resource
 
 
 @pytest.mark.slow

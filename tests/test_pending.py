@@ -11,7 +11,7 @@ import time
 import pytest
 from django.test import override_settings
 
-from indexnow_django.delivery.pending import PendingSubmission
+from indexnow_django.sending.pending import PendingSubmission
 from indexnow_django.testing import LoopbackEngine, Reply, capture_submissions
 from indexnow_django.units.dispatch import dispatch
 from tests import services
@@ -53,7 +53,7 @@ def test_what_may_pass_is_kept_per_engine_and_final_rejections_are_not(
 def test_a_send_that_fails_altogether_is_kept_for_every_engine(
     engine, indexnow_settings, monkeypatch
 ):
-    from indexnow_django.delivery import inprocess
+    from indexnow_django.sending import inprocess
 
     def broken(*args, **kwargs):
         raise RuntimeError("no network")

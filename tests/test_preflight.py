@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from indexnow_django.delivery.preflight import _says_noindex, reason_to_skip
 from indexnow_django.models import Delivery
+from indexnow_django.sending.preflight import _says_noindex, reason_to_skip
 from indexnow_django.testing import LoopbackEngine
 from indexnow_django.units.dispatch import dispatch
 from tests.needs import AT_ONCE, ONE_JOB
@@ -216,7 +216,7 @@ def test_an_https_page_of_a_site_behind_a_proxy_is_not_sent_to_itself(
 def test_a_retry_sends_what_the_first_attempt_screened_without_rendering_it_again(
     engine: LoopbackEngine, history_on: Any, site: Any
 ) -> None:
-    from indexnow_django.delivery.send import deliver_now
+    from indexnow_django.sending.send import deliver_now
 
     make_posts("plain")
 

@@ -5,8 +5,8 @@ from collections import Counter
 import pytest
 
 from indexnow_django.conf import get_settings
-from indexnow_django.delivery.send import deliver_now
 from indexnow_django.protocol.client import Outcome
+from indexnow_django.sending.send import deliver_now
 from indexnow_django.testing import LoopbackEngine, Reply
 from tests.needs import UNTHROTTLED
 
@@ -134,7 +134,7 @@ def test_debounce_within_ttl(engine):
 
 
 def test_debounce_after_ttl(engine, indexnow_settings, monkeypatch):
-    from indexnow_django.delivery import send
+    from indexnow_django.sending import send
     from tests.test_debounce import Clock
 
     indexnow_settings(DEBOUNCE={"TTL": 1})

@@ -449,10 +449,10 @@ def test_db_worker_a_delivery_schedules_a_sweep_and_sweeping_stops_when_none_run
 
 def running_delivery(started_ago: float, **kwargs: Any) -> DBTaskResult:
     """A delivery task that a worker claimed ``started_ago`` seconds ago."""
-    from indexnow_django.delivery.parcel import Parcel
-    from indexnow_django.transports.tasks.enqueue import enqueue_delivery
+    from indexnow_django.sending.parcel import Parcel
+    from indexnow_django.transports.tasks.enqueue import enqueue_parcel
 
-    task_id = enqueue_delivery(Parcel.of([A], batch_id="b-orphan"), conf=get_settings())
+    task_id = enqueue_parcel(Parcel.of([A], batch_id="b-orphan"), conf=get_settings())
     row = DBTaskResult.objects.get(pk=task_id)
     row.claim("worker-elsewhere")
     DBTaskResult.objects.filter(pk=row.pk).update(

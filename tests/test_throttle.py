@@ -16,9 +16,9 @@ from django.core.management import call_command
 from rq.job import Job
 
 from indexnow_django.conf import DEFAULTS, get_settings
-from indexnow_django.delivery.send import deliver_now
-from indexnow_django.delivery.throttle import Throttle
 from indexnow_django.protocol.client import Engine
+from indexnow_django.sending.send import deliver_now
+from indexnow_django.sending.throttle import Throttle
 from indexnow_django.testing import LoopbackEngine
 from indexnow_django.units.dispatch import dispatch
 from tests import services
@@ -45,7 +45,7 @@ class SleepLog:
 @pytest.fixture
 def sends_waited(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The waits the sending code of this process asked for (the throttle's)."""
-    from indexnow_django.delivery import send
+    from indexnow_django.sending import send
 
     log = SleepLog()
     monkeypatch.setattr(send, "time", log)

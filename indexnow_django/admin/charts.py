@@ -85,6 +85,6 @@ def chart(series: Sequence[tuple[date, dict[str, int]]]) -> dict[str, Any]:
 def urls_per_day(queryset: QuerySet[Delivery], days: int) -> list[tuple[date, dict[str, int]]]:
     """The URLs of ``queryset`` (the list as filtered) per local day and outcome, over the
     last ``days`` days and today."""
-    from ..delivery.history import urls_per_day
+    from ..sending.history import urls_per_day
 
     return urls_per_day(queryset, days)

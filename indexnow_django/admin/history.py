@@ -70,7 +70,7 @@ class DeliveryAdmin(SubmitURLsPage, ReportPage):
         """A whole URL (``http(s)://…``, one word) on PostgreSQL: the records that carry
         exactly it, found through the index of the history's URLs rather than by reading
         every URL text. Anything else, and other databases: the search above."""
-        from ..delivery.history import has_url_index, with_urls
+        from ..sending.history import has_url_index, with_urls
 
         term = search_term.strip()
         if (

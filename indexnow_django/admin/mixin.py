@@ -83,8 +83,8 @@ class IndexNowAdminMixin:
 
     def indexnow_context(self, request: HttpRequest, obj: Model) -> dict[str, Any] | None:
         """What the change page shows about ``obj``, or ``None`` to show nothing."""
-        from ..delivery.history import last_accepted
         from ..registration.registry import get_registration
+        from ..sending.history import last_accepted
 
         options = get_registration(type(obj))
         if options is None or not request.user.has_module_perms("indexnow"):
@@ -167,8 +167,8 @@ def _is_public(options: Any, obj: Model) -> bool:
 def _object_urls(options: Any, obj: Model, *, public: bool = False) -> list[str]:
     """The object's current URLs in every language, absolute and normalized (``public``:
     only those of the languages it is public in); ``[]`` when they cannot be computed."""
-    from ..delivery.send import clean_urls
     from ..registration.languages import in_language
+    from ..sending.send import clean_urls
 
     conf = settings_or_none()
     if conf is None:

@@ -16,7 +16,7 @@ Wagtail, django-redis or redis-py release changes the internal it reads:
   its servers, pool class and options) and django-redis's ``DefaultClient``
   (its connection factory) build their redis-py clients, to build one with
   short timeouts for the debounce store's atomic claims;
-* :class:`PendingCallback`: ``BaseDatabaseWrapper.run_on_commit``, the
+* :class:`CommitCallback`: ``BaseDatabaseWrapper.run_on_commit``, the
   callbacks registered with ``transaction.on_commit`` that still wait for
   the commit (a rolled-back savepoint removes its own, by replacing the
   list), and CPython freeing a dropped callback at once;
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
 
 __all__ = [
-    "PendingCallback",
+    "CommitCallback",
     "admin_markup",
     "can_run_after_response",
     "keep_state",
@@ -175,8 +175,8 @@ def _bounded_client(key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         return client
 
 
-class PendingCallback:
-    """A callback registered with ``on_commit`` (robust), and whether it still waits.
+class CommitCallback:
+    """A callback registered with ``on_commit`` (robust), and whether it stands.
 
     Holds the callback weakly: the connection alone keeps it alive.
     """
@@ -186,7 +186,7 @@ class PendingCallback:
         self._callback = weakref.ref(callback)
         connection.on_commit(callback, robust=True)
 
-    def pending(self) -> bool:
+    def stands(self) -> bool:
         """Whether the callback will run (or is running) at the commit.
 
         False once a rollback (of the transaction, or of a savepoint it was

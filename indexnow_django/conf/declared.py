@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 from urllib.parse import urlsplit
 
-from ..protocol.client import MAX_BATCH_SIZE, Engine, resolve_engine
+from ..protocol.client import MAX_URLS_PER_POST, Engine, resolve_engine
 
 T = TypeVar("T")
 
@@ -242,10 +242,10 @@ class Declared:
     _retry_server_error_delay: Key[float] = number("RETRY.SERVER_ERROR_DELAY", 5, E_RETRY)
     max_urls: Key[int] = number(
         "BATCH.MAX_URLS",
-        MAX_BATCH_SIZE,
+        MAX_URLS_PER_POST,
         "indexnow.E016",
         1,
-        maximum=MAX_BATCH_SIZE,
+        maximum=MAX_URLS_PER_POST,
         whole=True,
         unit=None,
         hint="The IndexNow protocol accepts at most 10,000 URLs per request.",

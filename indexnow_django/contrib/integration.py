@@ -6,8 +6,8 @@
   ``indexnow_hosts()`` gives those hosts.
 - :class:`Receivers`: the handlers' signal receivers, connected and
   disconnected together.
-- :class:`Pending`: what a page was before the current transaction, kept until
-  the commit settles it.
+- :class:`KeptBefores`: what a page was before the current transaction, kept until
+  the commit compares it with what it became.
 - :func:`guard`: a handler logs what goes wrong, and never raises into the CMS.
 """
 
@@ -27,7 +27,7 @@ from django.dispatch import Signal
 if TYPE_CHECKING:
     from .sites import SiteHostsWatch
 
-__all__ = ["IntegrationConfig", "Pending", "Receivers", "guard"]
+__all__ = ["IntegrationConfig", "KeptBefores", "Receivers", "guard"]
 
 #: ``(signal, handler, sender or None, name)``: one receiver of a handlers module.
 Receiver = tuple[Signal, Callable[..., Any], type[Any] | None, str]
@@ -96,9 +96,9 @@ class Receivers:
             signal.disconnect(sender=sender, dispatch_uid=f"{self.uid}.{name}")
 
 
-class Pending(Generic[_Before]):
+class KeptBefores(Generic[_Before]):
     """Pages changed in the current transaction of each connection, by key: their "before",
-    and a weak reference to the commit callback that settles them. A rollback drops the
+    and a weak reference to the commit callback that compares them. A rollback drops the
     callback (and CPython frees it), which makes the entry stale."""
 
     def __init__(self) -> None:
@@ -114,17 +114,17 @@ class Pending(Generic[_Before]):
         return entry[1]
 
     def expect(
-        self, connection: Any, key: Any, before: _Before, settle: Callable[[], None]
+        self, connection: Any, key: Any, before: _Before, compare: Callable[[], None]
     ) -> None:
-        """Keep ``before`` for ``key``, and call ``settle()`` once the transaction commits."""
+        """Keep ``before`` for ``key``, and call ``compare()`` once the transaction commits."""
         entries = self._entries.setdefault(connection, {})
 
-        def indexnow_settle_page() -> None:
+        def indexnow_compare_page() -> None:
             entries.pop(key, None)
-            settle()
+            compare()
 
-        entries[key] = (weakref.ref(indexnow_settle_page), before)
-        connection.on_commit(indexnow_settle_page, robust=True)
+        entries[key] = (weakref.ref(indexnow_compare_page), before)
+        connection.on_commit(indexnow_compare_page, robust=True)
 
 
 @contextlib.contextmanager

@@ -46,7 +46,7 @@ class CrawlReceipt(_Accepted):
 
     One per URL, crawler and flush (the batch whose acceptance started the wait): a new
     accepted POST of the URL starts a new wait. Kept as long as the history: the retention
-    of :mod:`indexnow_django.delivery.history` removes receipts with the records they follow.
+    of :mod:`indexnow_django.sending.history` removes receipts with the records they follow.
     """
 
     #: ``bingbot``, ``yandexbot``, ``seznambot``, ``yeti``, ``yepbot``.

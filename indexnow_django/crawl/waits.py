@@ -1,7 +1,7 @@
 """What the history does for crawl receipts: the URLs of an accepted POST recorded as waiting
 for crawlers, and their removal with the history's records.
 
-Called by :mod:`indexnow_django.delivery.history` (the delivery core), so it reaches no
+Called by :mod:`indexnow_django.sending.history` (the sending core), so it reaches no
 transport: the rest of :mod:`indexnow_django.crawl` runs in the middleware and rq's worker.
 """
 

@@ -5,7 +5,7 @@
 each, drops duplicates, fills one buffer per host and, once a buffer holds
 ``BATCH["MAX_URLS"]`` URLs (and at the end), hands it on: listed for a dry
 run, queued on the chosen transport (:mod:`indexnow_django.transports`), or sent from this process
-with :func:`~indexnow_django.delivery.send.deliver_now`, retried after the delays
+with :func:`~indexnow_django.sending.send.deliver_now`, retried after the delays
 :meth:`~indexnow_django.protocol.client.RetryPolicy.plan` gives (``--sync``, or when the
 queue cannot take a job). Its :class:`Counts` tell the truth about every URL.
 
@@ -202,7 +202,7 @@ class SubmissionRun:
         """``urls`` less those every engine accepted within the TTL (read-only look-up)."""
         if self.force:
             return urls
-        from ..delivery.send import make_debounce
+        from ..sending.send import make_debounce
 
         store = make_debounce(self.conf)
         if not store.enabled:
@@ -221,7 +221,7 @@ class SubmissionRun:
         self.reporter.would_send(host, fresh, len(urls) - len(fresh))
 
     def _enqueue(self, host: str, urls: list[str]) -> None:
-        from ..delivery.parcel import Parcel
+        from ..sending.parcel import Parcel
         from ..transports import chosen
 
         fresh = self._not_debounced(urls)
@@ -256,9 +256,9 @@ class SubmissionRun:
 
     def _send_now(self, urls: list[str], *, batch_id: str = "", fallback: bool = False) -> None:
         """Send ``urls`` from this process, retrying what the engines ask to be retried."""
-        from ..delivery.parcel import new_batch_id
-        from ..delivery.run import rejection_hint
-        from ..delivery.send import deliver_now, make_client
+        from ..sending.parcel import new_batch_id
+        from ..sending.run import rejection_hint
+        from ..sending.send import deliver_now, make_client
 
         conf = self.conf
         if self._client is None:
@@ -285,7 +285,7 @@ class SubmissionRun:
             count = sum(len(retry.urls) for retry in retries)
             self.reporter.retrying(count, delay, attempt, conf.retry.max_attempts)
             time.sleep(delay)
-            pending: list[PostResult] = []
+            to_retry: list[PostResult] = []
             for retry in retries:
                 again = deliver_now(
                     retry.urls,
@@ -299,8 +299,8 @@ class SubmissionRun:
                     on_wait=self.reporter.waiting,
                 )
                 self._answers(again.results, attempt, answers)
-                pending.extend(again.retryable)
-            retries = conf.retry.plan(pending, attempt)
+                to_retry.extend(again.retryable)
+            retries = conf.retry.plan(to_retry, attempt)
 
         # Per URL, the worst of its engines' last answers.
         finals = _last_answers(answers)
@@ -389,7 +389,7 @@ def send_urls(
     selection makes several jobs rather than one huge one. With ``response`` (an
     ``HttpResponse``), a synchronous send runs after it has gone out. The admin's
     "Send again" and "Submit URLs" send so."""
-    from ..delivery.send import chunked
+    from ..sending.send import chunked
     from ..units.dispatch import dispatch
 
     seen: dict[str, None] = dict.fromkeys(url for url in urls if url)

@@ -6,7 +6,7 @@ trigram index neither (nearly every record holds every common trigram). This
 one indexes, per record, a 20-bit hash of each of its URLs (GIN over an
 ``int[]``): a look-up by a whole URL reads the few records whose URLs share
 its hash (about one in two thousand) and checks those. See
-:func:`indexnow_django.delivery.history.with_urls`. Other databases get nothing: their
+:func:`indexnow_django.sending.history.with_urls`. Other databases get nothing: their
 look-ups read the URL texts, as before.
 
 Creating a function needs the right to create in the schema (the database's

@@ -655,12 +655,12 @@ def _contributed_sections(diag: Diagnosis) -> None:
 
 def _pending_section(diag: Diagnosis, conf: IndexNowSettings | None) -> None:
     """URLs kept in the database because no queue could take them, or because the settings
-    of the process that flushed them were invalid (see :mod:`.delivery.pending`)."""
+    of the process that flushed them were invalid (see :mod:`.sending.pending`)."""
     from django.db import DatabaseError
     from django.db.models import Count, Min
     from django.utils import timezone
 
-    from ..delivery.pending import SETTINGS_INVALID, PendingSubmission
+    from ..sending.pending import SETTINGS_INVALID, PendingSubmission
 
     table = PendingSubmission._meta.db_table
     unsettled = PendingSubmission.objects.filter(reason__startswith=SETTINGS_INVALID)
@@ -695,7 +695,7 @@ def _pending_section(diag: Diagnosis, conf: IndexNowSettings | None) -> None:
             "Fix settings.INDEXNOW where every process reads it and restart the web "
             "processes; a worker of class indexnow_django.worker.Worker with valid settings "
             f"sends the kept URLs: {command}",
-            kept_unsettled=urls,
+            kept_unsent=urls,
         )
     count = rows["count"] - unsettled.count() if latest is not None else rows["count"]
     if not count:

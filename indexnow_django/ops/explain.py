@@ -233,8 +233,8 @@ def _debounce(
     urls: list[str], entries: list[dict[str, Any]], conf: IndexNowSettings
 ) -> list[dict[str, Any]]:
     """Per engine and URL: sent now, or left out until when (read only)."""
-    from ..delivery.history import last_accepted
-    from ..delivery.send import make_debounce
+    from ..sending.history import last_accepted
+    from ..sending.send import make_debounce
 
     store = make_debounce(conf)
     allowed = {e["url"] for e in entries if e.get("allowed")}
@@ -296,8 +296,8 @@ def _deliveries(urls: list[str], conf: IndexNowSettings) -> list[dict[str, Any]]
     """The last POSTs that carried any of ``urls``, newest first; ``None`` without history."""
     if not conf.history_enabled or not urls:
         return None if not conf.history_enabled else []
-    from ..delivery.history import with_urls
     from ..models import Delivery
+    from ..sending.history import with_urls
 
     rows = (
         with_urls(Delivery.objects.all(), urls)

@@ -15,7 +15,7 @@ whose latest is a final rejection (a 429 in a run of 403s does not hide the key
 file); :data:`WARN` after as many failures ending in a retryable answer (429, 5xx,
 timeouts) or when POSTs failed and none was accepted in :data:`STALE_AFTER`;
 otherwise OK. :data:`RUN_LENGTH` is the count that makes the CRITICAL log line
-(:data:`~indexnow_django.delivery.escalation.FAILURES_BEFORE_CRITICAL`): one policy.
+(:data:`~indexnow_django.sending.escalation.FAILURES_BEFORE_CRITICAL`): one policy.
 ``manage.py indexnow_check`` shows one line per host and engine (:func:`findings`)
 and the admin's deliveries list shows the ones in trouble above the list. Dry runs
 and URLs skipped by the preflight are no POSTs and do not count.
@@ -33,8 +33,8 @@ from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from ..conf import IndexNowSettings
-from ..delivery.escalation import FAILURES_BEFORE_CRITICAL
 from ..protocol.client import excerpt
+from ..sending.escalation import FAILURES_BEFORE_CRITICAL
 
 __all__ = [
     "FAIL",

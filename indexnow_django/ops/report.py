@@ -171,8 +171,8 @@ def freshness(
     days: int = 7, *, conf: IndexNowSettings | None = None, now: datetime | None = None
 ) -> Freshness:
     """The report over the last ``days`` days; see the module."""
-    from ..delivery.history import SKIPPED_ENGINE
     from ..models import Delivery
+    from ..sending.history import SKIPPED_ENGINE
 
     conf = conf or get_settings()
     now = now or timezone.now()

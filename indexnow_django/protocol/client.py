@@ -1,9 +1,9 @@
 """The IndexNow engine API: engines, what a POST carries, what an answer means, the retry
 policy. No Django import.
 
-:meth:`IndexNowClient.post` sends one batch to one engine and *never raises*
+:meth:`IndexNowClient.post` sends one chunk of URLs to one engine and *never raises*
 for what the engine answers or for a network failure: it returns a
-:class:`PostResult` that says whether the batch was accepted, should be
+:class:`PostResult` that says whether the chunk was accepted, should be
 retried (and after how long), or was finally rejected. The HTTP exchange
 itself, bounded in time (one deadline for the whole exchange) and in memory
 (only a short prefix of the answer is read), is :mod:`indexnow_django.protocol.http`'s.
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENGINE_ENDPOINTS",
-    "MAX_BATCH_SIZE",
+    "MAX_URLS_PER_POST",
     "Engine",
     "IndexNowClient",
     "Outcome",
@@ -51,7 +51,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: The protocol accepts at most 10,000 URLs per POST.
-MAX_BATCH_SIZE = 10_000
+MAX_URLS_PER_POST = 10_000
 
 #: Engines known by name. Any of them shares submissions with the others, but a
 #: site may notify several directly.
@@ -217,7 +217,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 @dataclass(frozen=True)
 class PostResult:
-    """The outcome of one POST of one batch to one engine."""
+    """The outcome of one POST of one chunk to one engine."""
 
     engine: Engine
     host: str
@@ -274,7 +274,7 @@ _REASONS = {
 
 
 class IndexNowClient:
-    """Posts URL batches to IndexNow engines. Thread-safe for separate instances only.
+    """Posts chunks of URLs to IndexNow engines. Thread-safe for separate instances only.
 
     ``timeout`` (seconds) bounds connecting and each read, and the whole POST
     too: an answer that has not arrived whole ``timeout`` seconds after the
@@ -296,7 +296,7 @@ class IndexNowClient:
         self.dry_run = dry_run
         #: The site's other keys, masked in an answer as the key it was sent is.
         self.keys = tuple(keys)
-        self.transport = HTTPSession(session)
+        self.http = HTTPSession(session)
         self.user_agent = user_agent
 
     def build_payload(
@@ -316,9 +316,9 @@ class IndexNowClient:
         urls: Sequence[str],
         key_location: str | None = None,
     ) -> PostResult:
-        """Send one batch. Never raises for the engine's answer or the network."""
-        if len(urls) > MAX_BATCH_SIZE:
-            raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} URLs, got {len(urls)}")
+        """Send one chunk. Never raises for the engine's answer or the network."""
+        if len(urls) > MAX_URLS_PER_POST:
+            raise ValueError(f"a POST holds at most {MAX_URLS_PER_POST} URLs, got {len(urls)}")
         urls = tuple(urls)
         if self.dry_run:
             _log_dry_run(engine, host, urls)
@@ -333,7 +333,7 @@ class IndexNowClient:
         }
         started = time.monotonic()
         try:
-            answer = self.transport.post(engine.endpoint, body, headers, self.timeout)
+            answer = self.http.post(engine.endpoint, body, headers, self.timeout)
         except NoAnswer as failure:
             return self._failed(
                 engine, host, urls, started, failure.error, timed_out=failure.timed_out

@@ -166,7 +166,7 @@ def outcome(
 # One change per object and transaction ------------------------------------------------
 
 
-class _Pending:
+class _OpenChange:
     """An object changed inside a transaction: worked out when it commits.
 
     Each change of the object registers its own on-commit piece (the callback
@@ -229,14 +229,14 @@ class _Pending:
     __call__ = resolve
 
 
-def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _Pending | None:
+def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _OpenChange | None:
     """The change of ``obj`` still waiting for the current transaction, if any."""
     commit = changes_on_commit(connection, start=False)
     waiting = commit.changes if commit is not None else None
     if not waiting:
         return None
-    pending: _Pending | None = waiting.get((obj._meta.concrete_model, obj.pk))
-    return pending if pending is not None and pending.open() else None
+    entry: _OpenChange | None = waiting.get((obj._meta.concrete_model, obj.pk))
+    return entry if entry is not None and entry.open() else None
 
 
 def change(
@@ -300,8 +300,8 @@ def change_in_transaction(
     assert commit is not None
     waiting = commit.changes
     key = (saved._meta.concrete_model, saved.pk)
-    pending: _Pending | None = waiting.get(key)
-    if pending is None or not pending.open():
-        pending = waiting[key] = _Pending(plan, before, using, info)
-    pending.changes.append((standing, saved, values, counts))
-    commit.collect(connection, pending, standing)
+    entry: _OpenChange | None = waiting.get(key)
+    if entry is None or not entry.open():
+        entry = waiting[key] = _OpenChange(plan, before, using, info)
+    entry.changes.append((standing, saved, values, counts))
+    commit.collect(connection, entry, standing)

@@ -10,8 +10,8 @@ A save of a tracked object takes one route:
    insert.
 2. ``post_save`` (:func:`after_save`) keeps the values the save wrote as the
    object's row (the "before" of its next save) and hands the save to
-   :func:`settle`.
-3. :func:`settle` works the save's URLs out (:func:`urls_of_save`, from the
+   :func:`work_out`.
+3. :func:`work_out` works the save's URLs out (:func:`urls_of_save`, from the
    row before and the values written) where that costs least and is right:
    at the end of the unit of work, with the unit's other saves, outside a
    transaction (several saves of one object are one change, from before the
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
     from ..registration.registry import Plan
 
-__all__ = ["after_save", "before_save", "fields_changed", "settle", "urls_of_save"]
+__all__ = ["after_save", "before_save", "fields_changed", "urls_of_save", "work_out"]
 
 
 # tuple.__new__: an Unseen without the Python-level constructor (once a save).
@@ -309,7 +309,7 @@ def after_save(
                     info,
                 )
             return
-        settle(
+        work_out(
             plan,
             info,
             before,
@@ -327,7 +327,7 @@ def after_save(
     # Worked out at the end of the unit of work, with its other saves and from the
     # object's state when the unit began; one whose dependents were watched, at once.
     before_seen = found.before_seen
-    settle(
+    work_out(
         plan,
         info,
         before,
@@ -349,7 +349,7 @@ def after_save(
 # 3. What it submits -----------------------------------------------------------------------
 
 
-def settle(
+def work_out(
     plan: Plan,
     info: ModelInfo,
     before: Row,
@@ -404,7 +404,7 @@ def settle(
         # At the end of the unit, with its other saves (less per save), from the state
         # before the first save of the object in the unit (its net change).
         # The object is kept alive by its entry, so its id() names it until the unit
-        # settles (which empties the index).
+        # works them out (which empties the index).
         waiting = collector.waiting
         by_object = collector.by_object
         key = id(instance)
@@ -421,7 +421,7 @@ def settle(
         by_object[key] = len(waiting)
         waiting.append((urls_of_save, args))
         if len(waiting) >= LATER_LIMIT:
-            collector.settle()
+            collector.work_out_waiting()
         return
     urls = urls_of_save(*args)
     if urls:

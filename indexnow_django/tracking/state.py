@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import models
 
-from ..compat import PendingCallback, keep_state, kept_state
+from ..compat import CommitCallback, keep_state, kept_state
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -165,12 +165,12 @@ class Standing:
         def indexnow_standing() -> None:
             self.committed = True
 
-        self._mark = PendingCallback(connection, indexnow_standing)
-        #: Its callback, while the connection still holds it (see PendingCallback.pending).
+        self._mark = CommitCallback(connection, indexnow_standing)
+        #: Its callback, while the connection still holds it (see CommitCallback.pending).
         self._alive = weakref.ref(indexnow_standing)
 
     @property
-    def mark(self) -> PendingCallback:
+    def mark(self) -> CommitCallback:
         """Its on-commit callback."""
         return self._mark
 
@@ -181,9 +181,6 @@ class Standing:
     def open(self) -> bool:
         """Whether its transaction is still to commit or roll back."""
         return not self.committed and self._alive() is not None
-
-    #: As a piece of a commit (:mod:`indexnow_django.units.collector`): whether it still waits.
-    pending = stands
 
 
 #: The last :class:`Standing` made on each connection (by ``id()``: it keeps its

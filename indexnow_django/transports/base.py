@@ -15,8 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..delivery.inprocess import after_response, send_in_process
-from ..delivery.parcel import Parcel
+from ..sending.inprocess import after_response, send_in_process
+from ..sending.parcel import Parcel
 from .publication import Publication, whole_seconds
 
 if TYPE_CHECKING:
@@ -58,8 +58,8 @@ class Transport:
     in_process: ClassVar[bool] = False
     #: Each delivery runs in a process of its own (rq's forking worker): nothing one
     #: keeps in memory is seen by the next.
-    forks_per_delivery: ClassVar[bool] = False
-    #: Its workers send the URLs kept in the database (:mod:`indexnow_django.delivery.pending`);
+    forks_per_job: ClassVar[bool] = False
+    #: Its workers send the URLs kept in the database (:mod:`indexnow_django.sending.pending`);
     #: otherwise the first flush of a process with valid settings sends those that
     #: invalid settings kept (:func:`indexnow_django.units.dispatch.dispatch`).
     workers_send_kept: ClassVar[bool] = False
@@ -104,7 +104,7 @@ class Transport:
 
     def send_later(self, parcel: Parcel, delay: float) -> str:
         """What a running delivery gives back (see
-        :class:`~indexnow_django.delivery.run.Carrier`)."""
+        :class:`~indexnow_django.sending.run.Carrier`)."""
         return self.enqueue(parcel, delay).id
 
     put_back = send_later
@@ -177,7 +177,7 @@ class Transport:
         """What a debounce cache local to each process is under this transport's workers
         (``indexnow.W002``): what it is, and what it does and what to do when that differs
         from a cache that keeps nothing (``None``: the same)."""
-        if self.forks_per_delivery:
+        if self.forks_per_job:
             return (
                 "is local to each process, and rq's worker runs each job in a new process",
                 None,

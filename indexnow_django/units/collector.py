@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from ..compat import PendingCallback
+from ..compat import CommitCallback
 from ..conf import is_enabled
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class Collector:
         #: Changes committed in this unit whose URLs are worked out together before
         #: the flush, as ``(resolve, args)``; ``resolve(*args)`` gives URLs and never
         #: raises. Change tracking appends here for a unit that does not hold URLs
-        #: on a timer, and calls :meth:`settle` once :data:`LATER_LIMIT` wait.
+        #: on a timer, and calls :meth:`work_out_waiting` once :data:`LATER_LIMIT` wait.
         self.waiting: list[tuple[Callable[..., Iterable[str]], tuple[Any, ...]]] = []
         #: Change tracking's entries of :attr:`waiting` by object: their index (several
         #: saves of one object in the unit are one change). Emptied with :attr:`waiting`.
@@ -141,7 +141,7 @@ class Collector:
         if self.waiting and not in_event_loop():
             # What came first stays first. In an event loop (``submit()`` from an async
             # view) the ORM may not run: the changes waiting are worked out at the flush.
-            self.settle()
+            self.work_out_waiting()
         with self._lock:
             for url in urls:
                 self.urls[url] = isinstance(url, GoneURL)
@@ -150,7 +150,7 @@ class Collector:
                 self._timer.daemon = True
                 self._timer.start()
 
-    def settle(self) -> None:
+    def work_out_waiting(self) -> None:
         """Work out now the URLs of the changes :attr:`waiting` (working out many
         together costs less than one by one, between the queries of the saves)."""
         while self.waiting:
@@ -192,7 +192,7 @@ class Collector:
             off_loop.join()
             return
         try:
-            self.settle()
+            self.work_out_waiting()
         except Exception:
             logger.exception("IndexNow could not work out the URLs of unit=%s", self.id)
             self.waiting = []
@@ -412,16 +412,16 @@ def changes_on_commit(
             if pieces and pieces[-1][0] is standing:
                 return commit
         return _Commit.of(connection, standing)
-    pending = _Commit._by_connection.get(connection)
-    return pending if pending is not None and not pending.done else None
+    found = _Commit._by_connection.get(connection)
+    return found if found is not None and not found.done else None
 
 
 #: URLs, or a function giving them when the transaction commits.
 _Piece = list[str] | Callable[[], list[str]]
 
 
-class _Waits(Protocol):
-    def pending(self) -> bool: ...
+class _Stands(Protocol):
+    def stands(self) -> bool: ...
 
 
 class _Commit:
@@ -434,7 +434,7 @@ class _Commit:
     work (or the one running at commit when its own has ended already) and the
     pieces without any unit are flushed together, once for the whole commit.
     Which pieces survived is asked of each piece's callback
-    (:class:`~indexnow_django.compat.PendingCallback`).
+    (:class:`~indexnow_django.compat.CommitCallback`).
     """
 
     _by_connection: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Commit] = (
@@ -447,7 +447,7 @@ class _Commit:
     def __init__(self) -> None:
         #: Each piece: whether it still waits (its callback, or a tracked change's
         #: standing), its unit of work, its URLs.
-        self.pieces: list[tuple[_Waits, Collector | None, _Piece]] = []
+        self.pieces: list[tuple[_Stands, Collector | None, _Piece]] = []
         self.done = False
         #: Change tracking's changes waiting for this commit, by object.
         self.changes: dict[Any, Any] = {}
@@ -455,28 +455,28 @@ class _Commit:
 
     @classmethod
     def of(cls, connection: BaseDatabaseWrapper, standing: Any = None) -> _Commit:
-        """The pending commit of ``connection``'s current transaction, made on first use.
+        """The coming commit of ``connection``'s current transaction, made on first use.
 
         ``standing``: what is about to be handed over stands with it; when the last
         piece handed over does too, the commit is known to be alive.
         """
-        pending = cls._by_connection.get(connection)
-        if pending is not None and standing is not None and not pending.done:
-            pieces = pending.pieces
+        commit = cls._by_connection.get(connection)
+        if commit is not None and standing is not None and not commit.done:
+            pieces = commit.pieces
             if pieces and pieces[-1][0] is standing:
-                return pending
-        if pending is None or pending.done or not (pending.alive() or pending.fresh()):
-            pending = cls._by_connection[connection] = cls()
+                return commit
+        if commit is None or commit.done or not (commit.alive() or commit.fresh()):
+            commit = cls._by_connection[connection] = cls()
         if standing is not None:
-            cls.last = (standing, pending)
-        return pending
+            cls.last = (standing, commit)
+        return commit
 
     def alive(self) -> bool:
         """Whether a piece still waits for the commit (dead pieces at the end are dropped,
         so that a transaction of many saves costs no more per save than one of few).
         """
         while self.pieces:
-            if self.pieces[-1][0].pending():
+            if self.pieces[-1][0].stands():
                 return True
             self.pieces.pop()
         return False
@@ -495,11 +495,11 @@ class _Commit:
 
     def add(
         self, connection: BaseDatabaseWrapper, collector: Collector | None, urls: _Piece
-    ) -> PendingCallback:
+    ) -> CommitCallback:
         def indexnow_join_on_commit() -> None:
             self.committed()
 
-        callback = PendingCallback(connection, indexnow_join_on_commit)
+        callback = CommitCallback(connection, indexnow_join_on_commit)
         self.pieces.append((callback, collector, urls))
         return callback
 
@@ -518,7 +518,7 @@ class _Commit:
         unit: Collector | None = None
         last: Any = leftovers  # the unit of the piece before (none yet)
         for callback, collector, urls in pieces:
-            if not callback.pending():
+            if not callback.stands():
                 continue  # rolled back with its savepoint
             if callable(urls):  # a change tracking works out now (strings, see collect)
                 try:

@@ -4,14 +4,14 @@
 a ``batch()`` block) with the URLs it produced. It never raises and does no
 network I/O on the request path except the one enqueue: it normalizes the URLs
 (dropping foreign hosts), makes them one parcel
-(:class:`~indexnow_django.delivery.parcel.Parcel`) and hands it to the
+(:class:`~indexnow_django.sending.parcel.Parcel`) and hands it to the
 transport ``DISPATCH`` chose (:mod:`indexnow_django.transports`): one rq job
 (or a coalescing window's share of one), one ``django.tasks`` task, or a send
 from this process after the response. When the transport cannot take it, the
 URLs are sent from this process and nothing is lost. When this process's
 settings are invalid (a server that never ran the system checks), the URLs are
 kept in the database as given, for a process whose settings are valid
-(:func:`~indexnow_django.delivery.pending.keep_unsettled`).
+(:func:`~indexnow_django.sending.pending.keep_unsent`).
 
 :func:`intercept` is the supported way to see flushes before they are routed
 (and to stop them): :func:`indexnow_django.testing.capture_submissions` is
@@ -36,10 +36,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..conf import get_settings, is_enabled
-from ..delivery.parcel import Parcel
-from ..delivery.pending import DRAIN_SLICE, PendingSubmission, keep_unsettled, take_unsettled
-from ..delivery.send import clean_urls, gone_urls
 from ..exceptions import IndexNowConfigError
+from ..sending.parcel import Parcel
+from ..sending.pending import DRAIN_SLICE, PendingSubmission, keep_unsent, take_unsent
+from ..sending.send import clean_urls, gone_urls
 from ..transports import chosen
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def dispatch(
         except IndexNowConfigError as exc:
             # A server that never ran the system checks: the URLs wait in the database
             # for a process whose settings are valid, instead of being dropped.
-            keep_unsettled(urls, gone=gone, force=bool(force), problem=str(exc))
+            keep_unsent(urls, gone=gone, force=bool(force), problem=str(exc))
             return
         if not valid:
             return
@@ -170,7 +170,7 @@ def _send_kept() -> None:
 
     try:
         while True:
-            rows = take_unsettled()
+            rows = take_unsent()
             _kept_looked_for = True
             _flush_kept(rows)
             if len(rows) < DRAIN_SLICE:

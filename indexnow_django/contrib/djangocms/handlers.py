@@ -39,7 +39,7 @@ from django.db.models.signals import pre_delete
 
 from ...conf import is_enabled
 from ...units.collector import collect
-from ..integration import Pending, Receiver, Receivers, guard
+from ..integration import KeptBefores, Receiver, Receivers, guard
 from .pages import LiveURLs, PageURLs
 
 # django CMS's models and signals are imported where they are used: this module
@@ -75,23 +75,23 @@ class _Before:
 
 #: Pages changed in the current transaction of each connection, by
 #: ``(page pk, language or None)``.
-_pending: Pending[_Before] = Pending()
+_befores: KeptBefores[_Before] = KeptBefores()
 
 
 def _follow(page: Any, language: str | None, using: str, *, subtree: bool, published: bool) -> None:
-    """Read what is live now under ``page`` and settle it when the transaction commits."""
+    """Read what is live now under ``page`` and compare it when the transaction commits."""
     connection = connections[using]
     if not connection.in_atomic_block:
         return  # django CMS's operations are atomic: only a bypass gets here
     key = (page.pk, language)
-    pending = _pending.get(connection, key)
+    kept = _befores.get(connection, key)
     urls = PageURLs(using)
-    if pending is not None:
-        pending.published = pending.published or published
-        if subtree and not pending.subtree:
+    if kept is not None:
+        kept.published = kept.published or published
+        if subtree and not kept.subtree:
             # The page's own URL was read earlier; its descendants have not moved yet.
-            pending.urls = {**urls.subtree(page, language), **pending.urls}
-            pending.subtree = True
+            kept.urls = {**urls.subtree(page, language), **kept.urls}
+            kept.subtree = True
         return
     before = _Before(
         language,
@@ -99,10 +99,10 @@ def _follow(page: Any, language: str | None, using: str, *, subtree: bool, publi
         subtree,
         published,
     )
-    _pending.expect(connection, key, before, functools.partial(_settle, page.pk, using, before))
+    _befores.expect(connection, key, before, functools.partial(_compare, page.pk, using, before))
 
 
-def _settle(pk: Any, using: str, before: _Before) -> None:
+def _compare(pk: Any, using: str, before: _Before) -> None:
     """After the commit: submit the URLs that changed side, and a published page's."""
     from cms.models import Page
 

@@ -42,7 +42,7 @@ from django.db.models.signals import post_delete, post_save, pre_delete, pre_sav
 
 from ...conf import is_enabled
 from ...units.collector import collect
-from ..integration import Pending, Receiver, Receivers, guard
+from ..integration import KeptBefores, Receiver, Receivers, guard
 from .pages import PageURLs
 
 if TYPE_CHECKING:
@@ -82,12 +82,12 @@ class _Before:
 
 
 #: Pages saved in the current transaction of each connection, by primary key.
-_pending: Pending[_Before] = Pending()
+_befores: KeptBefores[_Before] = KeptBefores()
 
 
 def _expect(connection: Any, using: str, pk: Any, before: _Before) -> None:
-    """Settle page ``pk`` against ``before`` once the current transaction commits."""
-    _pending.expect(connection, pk, before, functools.partial(_settle, pk, using, before))
+    """Compare page ``pk`` against ``before`` once the current transaction commits."""
+    _befores.expect(connection, pk, before, functools.partial(_compare, pk, using, before))
 
 
 def _before_save(
@@ -109,16 +109,16 @@ def _before_save(
     if not connection.in_atomic_block:
         return  # Page.save() is atomic: only a save that bypasses it gets here
     with _guard("read the stored state of", instance.pk):
-        pending = _pending.get(connection, instance.pk)
-        if pending is not None and pending.descendants is not None:
+        kept = _befores.get(connection, instance.pk)
+        if kept is not None and kept.descendants is not None:
             return  # saved before in this transaction: that "before" stands
         stored = Page.objects.using(using).filter(pk=instance.pk).first()
         if stored is None:
             return
         moves = stored.url_path != instance.url_path
-        if pending is not None:
+        if kept is not None:
             if moves:  # its path changes only now: its descendants' old URLs are still stored
-                pending.descendants = PageURLs(using).subtree_urls(stored, include_page=False)
+                kept.descendants = PageURLs(using).subtree_urls(stored, include_page=False)
             return
         if not moves and stored.live == instance.live:
             return  # neither its URLs nor whether it is live can change
@@ -154,7 +154,7 @@ def _after_save(
             _expect(connection, using, instance.pk, _Before(()))
 
 
-def _settle(pk: Any, using: str, before: _Before) -> None:
+def _compare(pk: Any, using: str, before: _Before) -> None:
     """After the commit: submit the page's URLs that changed side, and its descendants'."""
     from wagtail.models import Page
 

@@ -204,7 +204,7 @@ class Command(BaseCommand):
                 "--changed-since last-accepted reads the history, but INDEXNOW['HISTORY']"
                 "['ENABLED'] is False: give a duration or a date instead."
             )
-        from indexnow_django.delivery.history import accepted_by_all
+        from indexnow_django.sending.history import accepted_by_all
 
         accepted = accepted_by_all([engine.name for engine in self.conf.engines])
         return ChangedSince(accepted=accepted, base_url=self.conf.base_url)

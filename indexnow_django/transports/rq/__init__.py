@@ -1,7 +1,7 @@
 """rq's transport (``DISPATCH: "queue"``): django-rq jobs, rq's scheduler, rq's workers.
 
 A flush becomes one delivery job on ``QUEUE["NAME"]`` (:mod:`.queue`), or joins
-the coalescing window's pending URLs (:mod:`.coalesce`), in one Redis round
+the coalescing window's outbox (:mod:`.coalesce`), in one Redis round
 trip. Workers of the package's class (:mod:`.worker`) run the jobs (:mod:`.jobs`),
 send again those of dead workers and queue what web processes kept while Redis
 was away (:mod:`.kept`). Retries and scheduled publications go through rq's
@@ -9,8 +9,8 @@ scheduler.
 
 When Redis cannot take a flush, the URLs are sent from the web process and what
 is not accepted is kept in the database for a worker. After an enqueue timed
-out, the flushes of the next :data:`~indexnow_django.delivery.breaker.WINDOW`
-seconds skip the enqueue (:mod:`indexnow_django.delivery.breaker`), so a frozen
+out, the flushes of the next :data:`~indexnow_django.sending.breaker.WINDOW`
+seconds skip the enqueue (:mod:`indexnow_django.sending.breaker`), so a frozen
 Redis costs one flush its timeout, not every one; the flush whose enqueue timed
 out is kept in the database rather than sent from here, since Redis may still
 take its job when it answers again (the job and the kept row are sent once
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ...delivery.breaker import guard
-from ...delivery.inprocess import send_in_process
-from ...delivery.parcel import LIVENESS, Parcel
-from ...delivery.pending import ENQUEUE_TIMED_OUT, keep
+from ...sending.breaker import guard
+from ...sending.inprocess import send_in_process
+from ...sending.parcel import LIVENESS, Parcel
+from ...sending.pending import ENQUEUE_TIMED_OUT, keep
 from ..base import Enqueued, Publication, Transport
 from .coalesce import add_to_window
-from .queue import enqueue_delivery, get_queue, schedule_once
+from .queue import enqueue_parcel, get_queue, schedule_once
 
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
@@ -55,7 +55,7 @@ class RQTransport(Transport):
     """Parcels as django-rq jobs (see the module)."""
 
     name = "queue"
-    forks_per_delivery = True
+    forks_per_job = True
     workers_send_kept = True
     again = "Requeue the job to try again."
 
@@ -85,7 +85,7 @@ class RQTransport(Transport):
                     job_id = add_to_window(queue, parcel.urls, parcel.gone, conf)
                     self.log_flush(parcel, "coalesce", queue=queue.name, job=job_id)
                     return
-                job = enqueue_delivery(queue, parcel, delay=conf.queue_delay, conf=conf)
+                job = enqueue_parcel(queue, parcel, delay=conf.queue_delay, conf=conf)
         except RedisTimeoutError as exc:
             # Redis may still take the job when it answers again: sending the URLs from here
             # too would send them twice. Kept in the database instead, for a worker; whichever
@@ -123,7 +123,7 @@ class RQTransport(Transport):
 
     def enqueue(self, parcel: Parcel, delay: float = 0) -> Enqueued:
         queue = self.queue
-        job = enqueue_delivery(queue, parcel, delay=delay, conf=self.conf)
+        job = enqueue_parcel(queue, parcel, delay=delay, conf=self.conf)
         failed = None
         if not queue.is_async and job.is_failed:
             # A synchronous queue (ASYNC: False) ran the job here and then.
@@ -146,7 +146,7 @@ class RQTransport(Transport):
         )
 
     def send_later(self, parcel: Parcel, delay: float) -> str:
-        return str(enqueue_delivery(self.queue, parcel, delay=delay, conf=self.conf).id)
+        return str(enqueue_parcel(self.queue, parcel, delay=delay, conf=self.conf).id)
 
     def near_deadline(self) -> str:
         return f"the job is near its timeout (QUEUE['TIMEOUT'] {self.conf.queue_timeout}s)"

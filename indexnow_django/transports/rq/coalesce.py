@@ -7,7 +7,7 @@ of ours), and the first flush of the window a second one:
 
 * its URLs go into the queue's outbox, a Redis hash (``indexnow:pending:<queue>``,
   URL → ``p`` public or ``g`` gone, the time it was added and the time it is due:
-  a URL pending twice is one entry, its last side wins);
+  a URL in it twice is one entry, its last side wins);
 * the window's mark (``indexnow:window:<queue>:<w>``) says whether its job is
   scheduled; the flush that sets it schedules, through rq
   (``Queue.schedule_job``, unique), the window's job,
@@ -24,7 +24,7 @@ send, and the rows web processes kept during a Redis outage. So URLs that wait f
 the same host and engine, for whatever reason, go out together, up to
 ``BATCH["MAX_URLS"]`` per POST.
 
-When the window's job runs, :func:`take_pending` reads every outbox and, in one
+When the window's job runs, :func:`take_outbox` reads every outbox and, in one
 transaction, puts what is due in each (every URL of a host one of whose URLs is
 due) in one ordinary delivery job (at the front of the queue)
 and removes from it exactly what it read (an entry added again meanwhile stays).
@@ -66,9 +66,9 @@ __all__ = [
     "add_to_window",
     "backlog",
     "ensure_window_job",
-    "pending_count",
-    "pending_key",
-    "take_pending",
+    "outbox_count",
+    "outbox_key",
+    "take_outbox",
     "window_job_id",
     "window_started",
 ]
@@ -79,7 +79,7 @@ PUBLIC, GONE = "p", "g"
 #: URL/side pairs given to one HSET of the scripts (Lua's stack holds ~8,000 values).
 _CHUNK = 2000
 
-# KEYS[1] pending hash, KEYS[2] the queue's set of engine outboxes, KEYS[3] and KEYS[4] the
+# KEYS[1] outbox hash, KEYS[2] the queue's set of engine outboxes, KEYS[3] and KEYS[4] the
 # marks of the window and of the next one; ARGV[1] n, ARGV[2] chunk, ARGV[3..2n+2] url/value
 # pairs, then the engine endpoint (empty: every engine) and the marks' ttl. Returns
 # {offset, claimed}: claimed 1 when this flush must schedule the job of window + offset.
@@ -108,7 +108,7 @@ end
 return {1, 0}
 """
 
-# KEYS[1] pending hash; ARGV url/value pairs read: remove each that still has that value.
+# KEYS[1] outbox hash; ARGV url/value pairs read: remove each that still has that value.
 _TAKE = """
 local removed = 0
 for i = 1, #ARGV, 2 do
@@ -131,7 +131,7 @@ def _script(connection: Any, source: str) -> Any:
     return script
 
 
-def pending_key(queue_name: str, engine: str | None = None) -> str:
+def outbox_key(queue_name: str, engine: str | None = None) -> str:
     """The Redis hash of the URLs waiting for the next window's job of ``queue_name``: for
     every engine, or for the engine whose endpoint is ``engine`` only."""
     if engine is None:
@@ -246,7 +246,7 @@ def add_to_window(
     for url in urls:
         pairs += [url, gone_value if url in gone_set else public]
     keys = [
-        pending_key(queue.name, engine),
+        outbox_key(queue.name, engine),
         _outboxes_key(queue.name),
         _window_mark_key(queue.name, window),
         _window_mark_key(queue.name, window + 1),
@@ -258,7 +258,7 @@ def add_to_window(
         try:
             _schedule_window(queue, window, conf)
         except Exception as exc:
-            # The URLs are pending already: sending them from here too would send them
+            # The URLs are in the outbox already: sending them from here too would send them
             # twice. A worker's sweep (ensure_window_job) schedules the job.
             logger.warning(
                 "IndexNow window job of queue=%s window=%s not scheduled (%s: %s); the URLs "
@@ -285,15 +285,15 @@ def _outboxes(queue: Queue) -> list[str | None]:
     return [None, *engines]
 
 
-def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
+def take_outbox(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
     """Put each outbox of ``queue`` in one delivery job; return the jobs and the URL count.
 
     The jobs go to the front of the queue and the URLs they hold leave the
     outboxes in the same transaction: whatever happens to this process, each
-    pending URL is either still pending or in a job.
+    URL of an outbox is either still there or in a job.
     """
-    from ...delivery.parcel import Parcel, new_batch_id
-    from .queue import delivery_job
+    from ...sending.parcel import Parcel, new_batch_id
+    from .queue import parcel_job
 
     connection = queue.connection
     take = _script(connection, _TAKE)
@@ -301,7 +301,7 @@ def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
     count = 0
     with connection.pipeline() as pipe:
         for engine in _outboxes(queue):
-            key = pending_key(queue.name, engine)
+            key = outbox_key(queue.name, engine)
             entries = connection.hgetall(key)
             if not entries:
                 if engine is not None:
@@ -333,7 +333,7 @@ def take_pending(queue: Queue, conf: IndexNowSettings) -> tuple[list[Job], int]:
                 parcel = Parcel.of(
                     urls, batch_id=batch_id, gone=gone, engines=(engine,), slot=time.time()
                 )
-            job = delivery_job(queue, parcel, conf=conf)
+            job = parcel_job(queue, parcel, conf=conf)
             queue.enqueue_job(job, pipeline=pipe, at_front=True)
             for start in range(0, len(pairs), 2 * _CHUNK):
                 take(keys=[key], args=pairs[start : start + 2 * _CHUNK], client=pipe)
@@ -357,11 +357,11 @@ def _due_hosts(entries: dict[Any, Any], now: float) -> list[tuple[Any, Any]]:
     return [entry for host, found in by_host.items() if due[host] <= now + 1 for entry in found]
 
 
-def pending_count(queue: Queue) -> int:
+def outbox_count(queue: Queue) -> int:
     """URLs waiting in the outboxes of ``queue`` (one waiting for two engines counts twice)."""
     pipe = queue.connection.pipeline(transaction=False)
     for engine in _outboxes(queue):
-        pipe.hlen(pending_key(queue.name, engine))
+        pipe.hlen(outbox_key(queue.name, engine))
     return sum(int(n) for n in pipe.execute())
 
 
@@ -376,7 +376,7 @@ def backlog(queue: Queue, conf: IndexNowSettings) -> list[tuple[str, str, int, f
     found: dict[tuple[str, str], list[Any]] = {}
     for engine in _outboxes(queue):
         wanted = list(names) if engine is None else [engine]
-        for raw_url, value in queue.connection.hscan_iter(pending_key(queue.name, engine)):
+        for raw_url, value in queue.connection.hscan_iter(outbox_key(queue.name, engine)):
             url = raw_url.decode() if isinstance(raw_url, bytes) else str(raw_url)
             added = _entry(value)[1]
             for endpoint in wanted:
@@ -392,13 +392,13 @@ def backlog(queue: Queue, conf: IndexNowSettings) -> list[tuple[str, str, int, f
 
 
 def ensure_window_job(queue: Queue, conf: IndexNowSettings) -> str | None:
-    """Schedule the current window's job when URLs are pending and no window job waits.
+    """Schedule the current window's job when URLs wait in an outbox and no window job waits.
 
-    The pending URLs are sent whatever became of the flush that added them
+    The outboxes' URLs are sent whatever became of the flush that added them
     (its second round trip failed, a window job died before taking them).
     Returns the id of the job scheduled, if any.
     """
-    if not pending_count(queue):
+    if not outbox_count(queue):
         return None
     prefix = f"indexnow-window-{_job_id_part(queue.name)}-"
     waiting = [

@@ -385,18 +385,18 @@ BACKLOG_SHOWN = 20
 def _coalesce_finding(diag: Diagnosis, state: QueueState, conf: IndexNowSettings) -> None:
     """Coalesced delivery: what waits in the outboxes, per host and engine, and for how long;
     or whether the rate of jobs calls for coalescing."""
-    from .coalesce import backlog, pending_count
+    from .coalesce import backlog, outbox_count
     from .queue import RATE_MINUTES, jobs_per_minute
 
     queue = state.queue
     if conf.queue_coalesce > 0:
-        pending = pending_count(queue)
+        waiting = outbox_count(queue)
         diag.add(
             "jobs",
             Status.OK,
             f"coalesced delivery: one delivery every {conf.queue_coalesce:g} s, "
-            f"{pending} URL(s) pending",
-            pending=pending,
+            f"{waiting} URL(s) pending",
+            pending=waiting,
         )
         stale = max(conf.queue_coalesce * BACKLOG_WINDOWS, BACKLOG_MIN_SECONDS)
         for host, engine, count, waited in backlog(queue, conf)[:BACKLOG_SHOWN]:
@@ -458,8 +458,8 @@ def _latency(engine_name: str) -> tuple[float, bool]:
 
 def _job_size_section(diag: Diagnosis, conf: IndexNowSettings) -> None:
     """Warn when a flush touching every host takes a delivery job close to its timeout."""
-    from ...delivery.run import hand_over_after
-    from ...delivery.send import POST_CONCURRENCY
+    from ...sending.run import hand_over_after
+    from ...sending.send import POST_CONCURRENCY
 
     hosts = len(conf.hosts)
     latencies = [_latency(engine.name) for engine in conf.engines]

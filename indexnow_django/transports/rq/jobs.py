@@ -1,13 +1,13 @@
 """The rq jobs of delivery: a parcel per job, a coalescing window's job, dead workers' jobs.
 
 :func:`deliver` is the job (enqueued under its stable path
-``indexnow_django.jobs.deliver``): it runs the delivery core
-(:func:`indexnow_django.delivery.run.run_delivery`) on the parcel its arguments
+``indexnow_django.jobs.deliver``): it runs the sending core
+(:func:`indexnow_django.sending.run.run_parcel`) on the parcel its arguments
 carry, with the transport (:class:`~indexnow_django.transports.rq.RQTransport`) for
 what the core gives back (retries through
 rq's scheduler, held and left POSTs), a heartbeat while it sends, and a
 deadline before its timeout after which it hands what is left to a new job
-(:func:`~indexnow_django.delivery.run.hand_over_after`).
+(:func:`~indexnow_django.sending.run.hand_over_after`).
 
 A failed job requeued from the registry (``rq requeue`` or django-rq's admin)
 sends again, and its attempts start over: after an outage it gets the whole
@@ -33,22 +33,22 @@ from typing import TYPE_CHECKING, Any
 
 from ... import signals
 from ...conf import IndexNowSettings, get_settings
-from ...delivery.parcel import Parcel, Runner, running
-from ...delivery.run import hand_over_after, run_delivery
 from ...exceptions import RetriesExhausted, SubmissionRejected
 from ...protocol.client import Outcome, PostResult
+from ...sending.parcel import Parcel, Runner, running
+from ...sending.run import hand_over_after, run_parcel
 from . import RQTransport
 from .queue import (
     META_ATTEMPT,
     META_BATCH_ID,
     META_FAILED_AT,
     WINDOW_FUNC,
-    enqueue_delivery,
+    enqueue_parcel,
     fail_job,
     first_run_of_batch,
     get_queue,
     heartbeat,
-    is_delivery,
+    is_parcel_job,
     orphaned_jobs,
     retire_job,
     stranded_jobs,
@@ -65,7 +65,7 @@ __all__ = ["deliver", "deliver_window", "resend_orphans", "resend_stranded"]
 
 def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
     """Send ``urls`` to the engines; the keyword arguments are the rest of the parcel
-    (:meth:`~indexnow_django.delivery.parcel.Parcel.call`). See the module.
+    (:meth:`~indexnow_django.sending.parcel.Parcel.call`). See the module.
 
     Returns a summary (plain data, kept as the job's result).
     """
@@ -74,7 +74,7 @@ def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
     conf = get_settings()
     parcel = Parcel.from_call((urls,), carried)
     job = get_current_job()
-    if job is not None and not is_delivery(job):
+    if job is not None and not is_parcel_job(job):
         job = None  # called by hand from a job of another kind
     if job is not None and job.meta.get(META_FAILED_AT) is not None:
         logger.info(
@@ -117,7 +117,7 @@ def deliver(urls: Sequence[str], **carried: Any) -> dict[str, Any]:
     )
     try:
         with runner, _alive_while_sending(job, conf):
-            return run_delivery(
+            return run_parcel(
                 parcel,
                 conf=conf,
                 carrier=RQTransport(conf),
@@ -140,35 +140,35 @@ def _hand_over_at(job: Job | None, conf: IndexNowSettings) -> float | None:
 
 
 def deliver_window(window: int) -> dict[str, Any]:
-    """The job of one window of coalesced delivery: every pending URL into one delivery job.
+    """The job of one window of coalesced delivery: every URL of the outboxes into one job.
 
     See :mod:`indexnow_django.transports.rq.coalesce`. The delivery job goes to the front of
     the queue, so it runs next.
     """
     from rq import get_current_job
 
-    from .coalesce import take_pending, window_started
+    from .coalesce import take_outbox, window_started
 
     conf = get_settings()
     queue = get_queue(conf)
     job = get_current_job()
     window_started(queue, window, conf)
     with _alive_while_sending(job, conf):
-        deliveries, count = take_pending(queue, conf)
-    if not deliveries:
+        window_jobs, count = take_outbox(queue, conf)
+    if not window_jobs:
         return {"window": window, "count": 0}
-    for delivery in deliveries:
-        engines = delivery.kwargs.get("engines")
+    for taken in window_jobs:
+        engines = taken.kwargs.get("engines")
         logger.info(
             "IndexNow window=%s count=%d batch=%s job=%s engines=%s: the URLs waiting in the "
             "window, in one delivery",
             window,
-            len(delivery.args[0]),
-            delivery.meta.get(META_BATCH_ID),
-            delivery.id,
+            len(taken.args[0]),
+            taken.meta.get(META_BATCH_ID),
+            taken.id,
             ",".join(engines) if engines else "all",
         )
-    return {"window": window, "count": count, "jobs": [delivery.id for delivery in deliveries]}
+    return {"window": window, "count": count, "jobs": [taken.id for taken in window_jobs]}
 
 
 def _alive_while_sending(
@@ -207,7 +207,7 @@ def resend_orphans(queue: Queue) -> list[str]:
     conf = get_settings()
     resent: list[str] = []
     for job in orphaned_jobs(queue):
-        if job.func_name == WINDOW_FUNC:  # its URLs are still pending: a new window job
+        if job.func_name == WINDOW_FUNC:  # its URLs are still in the outbox: a new window job
             from .coalesce import ensure_window_job
 
             retire_job(job, queue)
@@ -245,7 +245,7 @@ def resend_orphans(queue: Queue) -> list[str]:
                 worker,
             )
             continue
-        successor = enqueue_delivery(
+        successor = enqueue_parcel(
             queue,
             dataclasses.replace(parcel, batch_id=batch_id, attempt=attempt + 1, slot=None),
             conf=conf,

@@ -1,5 +1,5 @@
 """The URLs web processes kept in the database while Redis could not take their jobs, queued
-again by a worker once it can (:mod:`indexnow_django.delivery.pending`).
+again by a worker once it can (:mod:`indexnow_django.sending.pending`).
 
 A backlog goes out merged: the kept rows of one look become one delivery job per
 set of engines (and ``force``), queued at once, however many flushes they were
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 
 from ...conf import IndexNowSettings
-from ...delivery.parcel import Parcel, new_batch_id
-from ...delivery.pending import DRAIN_SLICE, ENQUEUE_TIMED_OUT, PendingSubmission
-from .queue import claim_batch_run, enqueue_delivery
+from ...sending.parcel import Parcel, new_batch_id
+from ...sending.pending import DRAIN_SLICE, ENQUEUE_TIMED_OUT, PendingSubmission
+from .queue import claim_batch_run, enqueue_parcel
 
 if TYPE_CHECKING:
     from rq.queue import Queue
@@ -70,7 +70,7 @@ def enqueue_kept(queue: Queue, conf: IndexNowSettings) -> list[str]:
                 engines=engines,
                 force=force,
             )
-            job_id = str(enqueue_delivery(queue, parcel, conf=conf).id)
+            job_id = str(enqueue_parcel(queue, parcel, conf=conf).id)
             logger.info(
                 "IndexNow kept count=%d of %d flush(es) queued job=%s (kept since %s: %s)",
                 len(parcel),

@@ -22,7 +22,7 @@ same rules:
   seconds (:func:`orphaned_jobs`) rather than when rq's own maintenance gives
   up on it, about 13 minutes later.
 
-:func:`enqueue_delivery` puts a job of :func:`indexnow_django.jobs.deliver` on
+:func:`enqueue_parcel` puts a job of :func:`indexnow_django.jobs.deliver` on
 the queue, now or later; :func:`schedule_once` puts any job in rq's scheduled
 registry under a given id, once.
 """
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...compat.rq import forget_taken, taken_not_started
 from ...conf import IndexNowSettings
-from ...delivery.parcel import Parcel
+from ...sending.parcel import Parcel
 from ..heartbeat import beating, heartbeat_ttl
 
 if TYPE_CHECKING:
@@ -58,18 +58,18 @@ __all__ = [
     "claim_batch_run",
     "connection",
     "count_job",
-    "delivery_job",
     "due_at",
-    "enqueue_delivery",
+    "enqueue_parcel",
     "fail_job",
     "failure_ttl",
     "first_run_of_batch",
     "get_queue",
     "heartbeat",
-    "is_delivery",
+    "is_parcel_job",
     "job_timeout",
     "jobs_per_minute",
     "orphaned_jobs",
+    "parcel_job",
     "retire_job",
     "schedule_once",
     "stranded_jobs",
@@ -160,14 +160,14 @@ def job_options(conf: IndexNowSettings) -> dict[str, Any]:
 WINDOW_FUNC = "indexnow_django.jobs.deliver_window"
 
 
-def is_delivery(job: Job) -> bool:
+def is_parcel_job(job: Job) -> bool:
     """Whether ``job`` is a delivery job of this package (a window's job included)."""
     return job.func_name in (DELIVERY_FUNC, WINDOW_FUNC)
 
 
-def delivery_job(queue: Queue, parcel: Parcel, *, conf: IndexNowSettings) -> Job:
+def parcel_job(queue: Queue, parcel: Parcel, *, conf: IndexNowSettings) -> Job:
     """A delivery job carrying ``parcel`` for ``queue``, not saved yet (see
-    :func:`enqueue_delivery`)."""
+    :func:`enqueue_parcel`)."""
     args, kwargs = parcel.call()
     plural = "" if len(parcel) == 1 else "s"
     # What it did is in the history; rq keeps nothing of it once done, unless asked.
@@ -184,19 +184,19 @@ def delivery_job(queue: Queue, parcel: Parcel, *, conf: IndexNowSettings) -> Job
     return job
 
 
-def enqueue_delivery(
+def enqueue_parcel(
     queue: Queue, parcel: Parcel, *, delay: float = 0, conf: IndexNowSettings
 ) -> Job:
     """Put one delivery job carrying ``parcel`` on ``queue``, now or in ``delay`` seconds.
     Raises on Redis errors.
 
-    The job carries plain data only (:meth:`~indexnow_django.delivery.parcel.Parcel.call`),
+    The job carries plain data only (:meth:`~indexnow_django.sending.parcel.Parcel.call`),
     so it unpickles in any worker, and ``job.meta`` holds the batch id and the attempt.
     On a synchronous queue (``ASYNC: False``) it runs at once and ``delay`` is ignored.
     Each job enqueued now is counted, per minute, for ``indexnow_check``
     (:func:`jobs_per_minute`), in the same round trip.
     """
-    job = delivery_job(queue, parcel, conf=conf)
+    job = parcel_job(queue, parcel, conf=conf)
     if delay > 0 and queue.is_async:
         scheduled: Job = queue.schedule_job(job, due_at(time.time() + delay))
         return scheduled
@@ -351,7 +351,7 @@ def orphaned_jobs(queue: Queue) -> list[Job]:
         job
         for job in queue.job_class.fetch_many(ids, connection=connection)
         if job is not None
-        and is_delivery(job)
+        and is_parcel_job(job)
         and job.get_status(refresh=False) == JobStatus.STARTED
         and job.started_at is not None
         and _timestamp(job.started_at) < recent
@@ -391,7 +391,7 @@ def stranded_jobs(queue: Queue) -> list[Job]:
     now = time.time()
     put_back = []
     for job in queue.job_class.fetch_many(ids, connection=connection):
-        if job is None or not is_delivery(job):
+        if job is None or not is_parcel_job(job):
             continue
         if job.get_status(refresh=False) != JobStatus.QUEUED:
             continue

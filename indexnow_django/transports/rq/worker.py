@@ -285,7 +285,7 @@ class UnitOfWorkMixin:
                 logger.exception("IndexNow could not look for orphaned jobs queue=%s", queue.name)
 
     def ensure_windows(self) -> None:
-        """With ``QUEUE["COALESCE"]``, a window job for URLs left pending without one
+        """With ``QUEUE["COALESCE"]``, a window job for URLs left in an outbox without one
         (see :mod:`indexnow_django.transports.rq.coalesce`). Never raises."""
         from .coalesce import ensure_window_job
 

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from ... import compat
 from ...compat.tasks import is_rq_backend
-from ...delivery.inprocess import send_in_process
-from ...delivery.parcel import LIVENESS, Parcel
+from ...sending.inprocess import send_in_process
+from ...sending.parcel import LIVENESS, Parcel
 from ..base import Enqueued, Publication, Transport
 from .enqueue import (
     FUNCTIONS,
     backend,
     build_tasks,
     cannot_defer,
-    enqueue_delivery,
+    enqueue_parcel,
     publication_key,
     runs_on_enqueue,
     schedule_publication,
@@ -70,7 +70,7 @@ class TasksTransport(Transport):
     name = "tasks"
 
     @property
-    def forks_per_delivery(self) -> bool:  # type: ignore[override]
+    def forks_per_job(self) -> bool:  # type: ignore[override]
         """django-tasks-rq's rq worker runs each task in a new process; db_worker does not."""
         try:
             return is_rq_backend(backend(self.conf))
@@ -88,7 +88,7 @@ class TasksTransport(Transport):
 
         def enqueue(response: HttpResponseBase | None = None) -> None:
             try:
-                task_id = enqueue_delivery(parcel, conf=conf)
+                task_id = enqueue_parcel(parcel, conf=conf)
             except Exception as exc:  # the backend cannot take it: never lose the URLs
                 logger.warning(
                     "IndexNow flush batch=%s mode=fallback count=%d when=%s: task backend %r "
@@ -112,13 +112,13 @@ class TasksTransport(Transport):
             enqueue(response)
 
     def enqueue(self, parcel: Parcel, delay: float = 0) -> Enqueued:
-        return Enqueued(enqueue_delivery(parcel, delay=delay, conf=self.conf))
+        return Enqueued(enqueue_parcel(parcel, delay=delay, conf=self.conf))
 
     def cannot_defer(self) -> str | None:
         return cannot_defer(self.conf)
 
     def send_later(self, parcel: Parcel, delay: float) -> str:
-        return enqueue_delivery(parcel, delay=delay, conf=self.conf)
+        return enqueue_parcel(parcel, delay=delay, conf=self.conf)
 
     put_back = send_later
 

@@ -3,7 +3,7 @@
 
 With ``DISPATCH: "tasks"`` each flush becomes one task of
 ``indexnow_django.tasks.deliver`` on ``INDEXNOW["TASKS"]["BACKEND"]`` and its
-``QUEUE_NAME`` (:func:`enqueue_delivery`), and a scheduled publication one task
+``QUEUE_NAME`` (:func:`enqueue_parcel`), and a scheduled publication one task
 of ``indexnow_django.tasks.publish`` with ``run_after`` at its moment
 (:func:`schedule_publication`). On django-tasks-db the worker side schedules tasks
 of ``indexnow_django.tasks.sweep`` itself (:mod:`.worker`). The framework is
@@ -31,7 +31,7 @@ from ...compat.tasks import (
     tasks_framework,
 )
 from ...conf import IndexNowSettings
-from ...delivery.parcel import Parcel
+from ...sending.parcel import Parcel
 
 if TYPE_CHECKING:
     from ..publication import Publication
@@ -46,7 +46,7 @@ __all__ = [
     "backend",
     "build_tasks",
     "cannot_defer",
-    "enqueue_delivery",
+    "enqueue_parcel",
     "is_database",
     "make_task",
     "note_taken",
@@ -59,7 +59,7 @@ __all__ = [
 
 #: The start of :attr:`~indexnow_django.models.Delivery.queue` for a POST sent by a
 #: delivery task: the row's ``job_id`` is then the task's id, the rest the task's backend
-#: alias (the task's runner says so, see :class:`~indexnow_django.delivery.parcel.Runner`).
+#: alias (the task's runner says so, see :class:`~indexnow_django.sending.parcel.Runner`).
 TASK_QUEUE_PREFIX = "task:"
 
 #: The dotted paths tasks carry (a task's ``module_path``). Tasks already enqueued
@@ -224,11 +224,11 @@ def _due(delay: float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(math.ceil(time.time() + delay), tz=datetime.timezone.utc)
 
 
-def enqueue_delivery(parcel: Parcel, *, delay: float = 0, conf: IndexNowSettings) -> str:
+def enqueue_parcel(parcel: Parcel, *, delay: float = 0, conf: IndexNowSettings) -> str:
     """Enqueue one delivery task carrying ``parcel``, to run now or in ``delay`` seconds;
     return its id.
 
-    Its arguments are plain data (:meth:`~indexnow_django.delivery.parcel.Parcel.call`),
+    Its arguments are plain data (:meth:`~indexnow_django.sending.parcel.Parcel.call`),
     as JSON keeps them. Raises what the backend raises (a database or Redis error, a
     queue it does not serve).
     """

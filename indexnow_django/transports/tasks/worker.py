@@ -1,7 +1,7 @@
 """What runs on the worker's side of ``DISPATCH: "tasks"``: the delivery task's work, and
 delivery tasks of dead workers sent again.
 
-:func:`deliver_task` runs :func:`indexnow_django.delivery.run.run_delivery`, the same
+:func:`deliver_task` runs :func:`indexnow_django.sending.run.run_parcel`, the same
 delivery as the rq job; only the transport that carries what it gives back differs
 (:class:`~indexnow_django.transports.tasks.TasksTransport`): a retryable
 answer becomes a new task for just those URLs and engines with ``run_after``
@@ -44,8 +44,8 @@ from django.utils import timezone
 
 from ...compat.tasks import tasks_framework
 from ...conf import IndexNowSettings, get_settings
-from ...delivery.parcel import Parcel, Runner, running
-from ...delivery.run import run_delivery
+from ...sending.parcel import Parcel, Runner, running
+from ...sending.run import run_parcel
 from ..heartbeat import beating, heartbeat_ttl, sweep_every
 from . import TasksTransport
 from .enqueue import (
@@ -53,7 +53,7 @@ from .enqueue import (
     SWEEP_TASK,
     TASK_QUEUE_PREFIX,
     backend,
-    enqueue_delivery,
+    enqueue_parcel,
     is_database,
     make_task,
 )
@@ -73,7 +73,7 @@ def deliver_task(context: Any, urls: list[str], **carried: Any) -> dict[str, Any
     if is_database(task_result.task.get_backend()):
         _keep_sweeping(conf)
     with running(runner), _heartbeat(task_result):
-        return run_delivery(
+        return run_parcel(
             Parcel.from_call((urls,), carried), conf=conf, carrier=TasksTransport(conf)
         )
 
@@ -202,7 +202,7 @@ def resend_orphans(conf: IndexNowSettings | None = None) -> list[str]:
                     f"(RETRY['MAX_ATTEMPTS'] is {maximum})."
                 )
             else:
-                successor = enqueue_delivery(
+                successor = enqueue_parcel(
                     dataclasses.replace(parcel, attempt=attempt + 1, slot=None), conf=conf
                 )
                 message = (
@@ -256,7 +256,7 @@ def sweep_task() -> dict[str, Any]:
     try:
         resent = resend_orphans(conf)
     finally:  # a sweep that failed (its row says why) still has a successor
-        following = schedule_sweep(conf) if _deliveries_running(conf) else None
+        following = schedule_sweep(conf) if _runs_under_way(conf) else None
     return {"resent": resent, "next": following}
 
 
@@ -298,7 +298,7 @@ def _keep_sweeping(conf: IndexNowSettings) -> None:
         )
 
 
-def _deliveries_running(conf: IndexNowSettings) -> bool:
+def _runs_under_way(conf: IndexNowSettings) -> bool:
     """Whether a delivery task runs on ``TASKS["BACKEND"]`` (the sweep is still needed)."""
     from django_tasks_db.models import DBTaskResult
 

@@ -3,7 +3,7 @@
 What ``DISPATCH: "sync"`` does with every flush, and what the other transports
 fall back to when they cannot take one. No retries here: what is not accepted
 is logged, and, for a fallback, what may be accepted later is kept in the
-database for a worker (:mod:`indexnow_django.delivery.pending`).
+database for a worker (:mod:`indexnow_django.sending.pending`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ requests evenly spaced and never more than the budget in any minute. The slot
 says how long to wait: 0 when the engine has been quiet, more when others sent
 just before. The sender then either waits (a command, a synchronous send: in
 its own process) or, in a worker, gives the POST back to its transport, due at
-the slot, so that no worker sleeps (see :mod:`indexnow_django.delivery.run`).
+the slot, so that no worker sleeps (see :mod:`indexnow_django.sending.run`).
 
 On Redis the POSTs sent in the last minute are also counted, at the slot: a
 sender that comes to its slot late (a deferred job runs when rq's scheduler,
@@ -28,7 +28,7 @@ way): then it takes the slot under way and goes at once. When the
 cache cannot be reached the POST goes out unthrottled, and a warning says so:
 the throttle protects the engine's patience, never at the cost of a delivery.
 Taking a slot and counting a POST go through one path under the Redis breaker
-(:func:`~indexnow_django.delivery.breaker.guard`): once a call to a frozen Redis timed
+(:func:`~indexnow_django.sending.breaker.guard`): once a call to a frozen Redis timed
 out, both skip it for a while instead of each POST waiting for the timeout.
 """
 

@@ -7,7 +7,7 @@ transport carries it the same way (:meth:`Parcel.call` gives the arguments of
 a job or a task, :meth:`Parcel.from_call` reads them back), so no list of
 these names is written twice.
 
-A runner is what the delivery core would otherwise ask of rq or of a task
+A runner is what the sending core would otherwise ask of rq or of a task
 framework: the id of the job or task that runs the parcel (kept in the
 history), its queue, and the debounce store's claim holder. The transport that
 runs a parcel says so with :func:`running`; a parcel sent from a web process or
@@ -32,7 +32,7 @@ def new_batch_id(at: float | None = None) -> str:
 
     Its first 10 hex digits are the time of the flush (``at``, a Unix time, else now) in
     hundredths of a second, the other 6 random: the flush time travels with every job of
-    the batch (see :func:`indexnow_django.delivery.history.flushed_at`).
+    the batch (see :func:`indexnow_django.sending.history.flushed_at`).
     """
     return f"{int((time.time() if at is None else at) * 100):010x}{uuid.uuid4().hex[:6]}"
 

@@ -79,7 +79,7 @@ def record(
     if not conf.history_enabled:
         return
     try:
-        delivery = _insert(result, batch_id, conf, attempt)
+        row = _insert(result, batch_id, conf, attempt)
     except Exception:
         logger.warning(
             "IndexNow history not recorded batch=%s engine=%s host=%s count=%d",
@@ -90,10 +90,10 @@ def record(
             exc_info=True,
         )
         return
-    if conf.crawl_enabled and delivery.outcome == Outcome.ACCEPTED.value:
+    if conf.crawl_enabled and row.outcome == Outcome.ACCEPTED.value:
         from ..crawl.waits import wait_for_crawlers
 
-        wait_for_crawlers(delivery)
+        wait_for_crawlers(row)
     global _last_purge
     now = time.monotonic()
     if _last_purge is not None and now - _last_purge < PURGE_INTERVAL:
@@ -191,7 +191,7 @@ _EARLIEST_FLUSH = 1_577_836_800  # 2020-01-01
 
 def flushed_at(batch_id: str) -> datetime | None:
     """When the flush of ``batch_id`` happened, from the id itself (see
-    :func:`indexnow_django.delivery.parcel.new_batch_id`); ``None`` for an id that does not say."""
+    :func:`indexnow_django.sending.parcel.new_batch_id`); ``None`` for an id that does not say."""
     if len(batch_id) != 16:
         return None
     try:

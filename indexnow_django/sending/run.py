@@ -1,8 +1,8 @@
-"""One delivery, whatever carries it: send a parcel, then settle what the engines answered.
+"""The run of one parcel, whatever carries it: send it, then act on what the engines answered.
 
-:func:`run_delivery` is what an rq job and a ``django.tasks`` task run (see
+:func:`run_parcel` is what an rq job and a ``django.tasks`` task run (see
 :mod:`indexnow_django.transports`). It sends through
-:func:`~indexnow_django.delivery.send.deliver_now` (debounce, group by host,
+:func:`~indexnow_django.sending.send.deliver_now` (debounce, group by host,
 split, one POST per batch and engine) and then, from each answer:
 
 * accepted: recorded in the debounce store (by the sender);
@@ -36,11 +36,11 @@ from .send import DeliveryReport, deliver_now
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Carrier", "hand_over_after", "rejection_hint", "run_delivery"]
+__all__ = ["Carrier", "hand_over_after", "rejection_hint", "run_parcel"]
 
 
 class Carrier(Protocol):
-    """What :func:`run_delivery` needs of the transport that runs it."""
+    """What :func:`run_parcel` needs of the transport that runs it."""
 
     #: What a failure message tells the user to do to send again.
     again: ClassVar[str]
@@ -60,7 +60,7 @@ class Carrier(Protocol):
         """Why a delivery past its ``deadline`` hands what is left over, for the log."""
 
 
-def run_delivery(
+def run_parcel(
     parcel: Parcel,
     *,
     conf: IndexNowSettings,
@@ -68,7 +68,7 @@ def run_delivery(
     wait: bool = False,
     deadline: float | None = None,
 ) -> dict[str, Any]:
-    """Send ``parcel``, then settle the answers (see the module); the summary a job keeps.
+    """Send ``parcel``, then act on the answers (see the module); the summary a job keeps.
 
     ``wait``: sleep for the throttle rather than give held POSTs back to the carrier
     (a call by hand, or a carrier that cannot defer). ``deadline`` (a

@@ -1,7 +1,7 @@
 """Only pages worth indexing: render a URL through the site itself before it is submitted.
 
 With ``PREFLIGHT = {"ENABLED": True}``, :func:`screen` is called by
-:func:`~indexnow_django.delivery.send.deliver_now` with the public URLs of a delivery
+:func:`~indexnow_django.sending.send.deliver_now` with the public URLs of a delivery
 (never the gone ones) before they are grouped into POSTs. Each URL is rendered
 in-process through the site's own URLconf and middleware: a ``GET`` for the URL's
 scheme, host and path, built as a WSGI request without a network, a session or a
@@ -19,7 +19,7 @@ any other status, or an exception                      skipped, ``status 301`` /
 =====================================================  ==================================
 
 A skipped URL is recorded in the history with the outcome ``skipped`` and its reason
-(:func:`~indexnow_django.delivery.history.record_skipped`) and logged. Only the head of an HTML
+(:func:`~indexnow_django.sending.history.record_skipped`) and logged. Only the head of an HTML
 answer is read (up to :data:`MAX_BYTES`). Rendering costs a request's work per URL;
 a view with side effects (a view counter) runs them, as for a visitor.
 

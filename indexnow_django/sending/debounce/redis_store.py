@@ -70,10 +70,10 @@ def claim_on_redis(
     A second pass runs only to take over the claims of holders that ``terms.alive``
     says are dead.
     """
-    pending: dict[str, list[str]] = {PUBLIC: list(urls), GONE: []}
+    to_claim: dict[str, list[str]] = {PUBLIC: list(urls), GONE: []}
     if gone:
-        pending[PUBLIC] = [url for url in urls if url not in gone]
-        pending[GONE] = [url for url in urls if url in gone]
+        to_claim[PUBLIC] = [url for url in urls if url not in gone]
+        to_claim[GONE] = [url for url in urls if url in gone]
     result = Claim(engine)
     script = claim_script()
     for attempt in range(2):  # a second pass only to take over the claims of dead holders
@@ -87,8 +87,8 @@ def claim_on_redis(
             terms.claim_ttl,
             terms.holder,
             terms.mode,
-            digests(pending[PUBLIC]),
-            digests(pending[GONE]),
+            digests(to_claim[PUBLIC]),
+            digests(to_claim[GONE]),
             EXPIRY_SLACK,
         )
         window = int(reply[5])
@@ -97,12 +97,12 @@ def claim_on_redis(
             if token:
                 result.handles.append((_text(token), side, window))
             verdicts = _text(answer)
-            if len(verdicts) != len(pending[side]):
+            if len(verdicts) != len(to_claim[side]):
                 raise ValueError("the claim script answered for another number of URLs")
             if verdicts.count("w") == len(verdicts):  # all new (most of a bulk submission)
-                result.urls.extend(pending[side])
+                result.urls.extend(to_claim[side])
                 continue
-            for url, verdict in zip(pending[side], verdicts, strict=True):
+            for url, verdict in zip(to_claim[side], verdicts, strict=True):
                 if verdict == "w":
                     result.urls.append(url)
                 elif verdict == "h":
@@ -116,7 +116,7 @@ def claim_on_redis(
             break
         # The holders of these claims died before settling them: free their URLs.
         client.delete(*(f"{prefix}t:{token}" for token in dead))
-        pending = held
+        to_claim = held
     result.debounced += len(held[PUBLIC]) + len(held[GONE])
     if gone or attempt:  # keep the caller's order
         allowed = set(result.urls)

@@ -14,9 +14,9 @@ help.
 A flush in a process whose ``INDEXNOW`` is invalid (a server that never ran
 the system checks) is kept here too, its URLs as they were given (a path stays a
 path: without valid settings nothing can be normalized), with the problem as
-its reason (:func:`keep_unsettled`): a process with valid settings sends them,
+its reason (:func:`keep_unsent`): a process with valid settings sends them,
 normalized by its own settings (the rq worker class with the rows above; with
-another transport, the first flush of a process, :func:`take_unsettled`), and
+another transport, the first flush of a process, :func:`take_unsent`), and
 ``indexnow_check`` fails while they wait.
 """
 
@@ -39,8 +39,8 @@ __all__ = [
     "SETTINGS_INVALID",
     "PendingSubmission",
     "keep",
-    "keep_unsettled",
-    "take_unsettled",
+    "keep_unsent",
+    "take_unsent",
 ]
 
 #: Rows turned into jobs per look: a long outage's backlog drains in slices.
@@ -126,7 +126,7 @@ def keep(parcel: Parcel, *, reason: str) -> bool:
     return True
 
 
-def keep_unsettled(urls: Sequence[str], *, gone: Iterable[str], force: bool, problem: str) -> bool:
+def keep_unsent(urls: Sequence[str], *, gone: Iterable[str], force: bool, problem: str) -> bool:
     """Keep a flush that this process cannot deliver because its settings are invalid:
     ``urls`` as given, for every engine, until a process with valid settings sends them.
 
@@ -149,7 +149,7 @@ def keep_unsettled(urls: Sequence[str], *, gone: Iterable[str], force: bool, pro
     return True
 
 
-def take_unsettled() -> list[PendingSubmission]:
+def take_unsent() -> list[PendingSubmission]:
     """The oldest rows that invalid settings kept (up to :data:`DRAIN_SLICE`), removed from
     the table: the caller sends them. Two processes never take the same row. Raises on
     database errors."""

@@ -228,8 +228,8 @@ def deliver_now(
         if host_conf is None:  # removed from the hosts since the URLs were checked
             report.dropped.extend((url, f"host {host!r} is no longer allowed") for url in host_urls)
             continue
-        for batch in chunked(host_urls, conf.max_urls):
-            posts.extend(_Post(host_conf, batch, engine) for engine in selected)
+        for chunk in chunked(host_urls, conf.max_urls):
+            posts.extend(_Post(host_conf, chunk, engine) for engine in selected)
     throttle = Throttle(conf.debounce_cache, None if conf.dry_run else conf.throttle_per_minute)
     sender = _Sender(conf, store, throttle, report, force, batch_id, attempt, wait, slot, on_wait)
     if client is not None or len(posts) <= 1:
@@ -244,7 +244,7 @@ def deliver_now(
 
 @dataclass(frozen=True)
 class _Post:
-    """One POST to make: a batch of one host's URLs, to one engine."""
+    """One POST to make: a chunk of one host's URLs, to one engine."""
 
     host: HostConfig
     urls: list[str]
@@ -401,7 +401,7 @@ def _after_post(
     count: bool,
 ) -> None:
     """Everything that follows a POST: the history record, the count of rejections
-    (:mod:`~indexnow_django.delivery.escalation`; not when ``count`` is false, as when the shared
+    (:mod:`~indexnow_django.sending.escalation`; not when ``count`` is false, as when the shared
     cache just failed to answer), the ``post_sent`` signal."""
     if attempt is None:
         attempt = attempt_of(batch_id, result)

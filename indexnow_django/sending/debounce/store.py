@@ -5,7 +5,7 @@ holder of a claim in the way is still alive, and which layout the cache takes:
 :mod:`.redis_store` on Django's Redis cache or django-redis,
 :mod:`.cache_store` on any other. It never stops a send: when the cache cannot
 be reached every URL is sent as if nothing had been sent before, and a warning
-says so. A Redis that timed out is skipped for a while (:mod:`indexnow_django.delivery.breaker`).
+says so. A Redis that timed out is skipped for a while (:mod:`indexnow_django.sending.breaker`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["DebounceStore"]
 
 class DebounceStore:
     """Claims, records and releases URLs per engine endpoint; see
-    :mod:`indexnow_django.delivery.debounce`.
+    :mod:`indexnow_django.sending.debounce`.
 
     ``clock`` gives the time in seconds since the epoch (``time.time`` unless a test
     gives its own): the TTL, the windows and the moment of acceptance follow it.
