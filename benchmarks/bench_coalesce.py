@@ -54,11 +54,14 @@ from indexnow_django.testing import LoopbackEngine  # noqa: E402
 #: What each web process runs: ``count`` flushes of one URL, ``interval`` apart,
 #: each URL and the time of its flush written to ``out``.
 FLUSHER = """
-import json, sys, time
-try:
-    from indexnow_django.units.dispatch import dispatch
-except ImportError:  # a checkout from before the units/ folder (--against)
-    from indexnow_django.dispatch import dispatch
+import importlib, json, os, sys, time
+import indexnow_django
+# A checkout from before the units/ folder (--against) has dispatch at the root; its files
+# tell, as an editable install of another checkout would answer for a module it lacks.
+moved = os.path.exists(os.path.join(indexnow_django.__path__[0], "units", "dispatch.py"))
+dispatch = importlib.import_module(
+    "indexnow_django.units.dispatch" if moved else "indexnow_django.dispatch"
+).dispatch
 first, count, interval, out = FIRST, COUNT, INTERVAL, OUT
 start = time.time()
 with open(out, "w") as log:
