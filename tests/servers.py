@@ -70,12 +70,14 @@ def serve(
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     server = WebServer(base, log)
     try:
-        deadline = time.monotonic() + 30
+        # The first request loads the site in the server's worker: on a busy machine that
+        # may take a while, so a slow answer is waited for again, as a refused connection is.
+        deadline = time.monotonic() + 60
         while True:
             try:
-                requests.get(f"{base}/nothing/", timeout=2)
+                requests.get(f"{base}/nothing/", timeout=10)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 assert process.poll() is None, f"the {kind} server exited:\n{server.output()}"
                 assert time.monotonic() < deadline, f"the {kind} server did not start"
                 time.sleep(0.1)
