@@ -17,8 +17,8 @@ Every consumer (dispatch, scheduling, ``indexnow_submit``, the admin,
 transport, and a running delivery gives back to it what must go later; none
 reads ``DISPATCH``, and none but the transports imports rq, django-rq or
 django-tasks-db (the admin's history asks :func:`job_html` about a row's job or
-task). What a transport runs is the same delivery
-core (:mod:`indexnow_django.delivery`), which knows nothing of them.
+task). What a transport runs is the same sending
+core (:mod:`indexnow_django.sending`), which knows nothing of them.
 """
 
 from __future__ import annotations

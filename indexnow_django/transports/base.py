@@ -6,7 +6,7 @@ A transport takes a flush's parcel from :func:`indexnow_django.units.dispatch.di
 delivery gives back: retries, held and left POSTs), schedules publications, and
 says how it is doing to the admin, ``indexnow_explain``, ``indexnow_submit``,
 the system checks and ``indexnow_check``. The delivery itself is the core's
-(:mod:`indexnow_django.delivery`), the same for every transport.
+(:mod:`indexnow_django.sending`), the same for every transport.
 """
 
 from __future__ import annotations
