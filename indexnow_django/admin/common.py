@@ -4,10 +4,14 @@ sends what a page submits, the colour of each outcome, and the admin's logger.""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.urls import URLPattern, path
 
 from ..conf import IndexNowSettings, get_settings
 
-__all__ = ["OUTCOME_COLOURS", "how_sent", "logger", "settings_or_none"]
+__all__ = ["OUTCOME_COLOURS", "how_sent", "logger", "page", "settings_or_none"]
 
 #: Every module of the admin logs under the one name the admin has always logged under.
 logger = logging.getLogger("indexnow_django.admin")
@@ -38,3 +42,15 @@ def how_sent(conf: IndexNowSettings) -> str:
     from ..transports import chosen
 
     return chosen(conf).how_sent
+
+
+def page(model_admin: Any, route: str, view: Callable[..., Any], suffix: str) -> URLPattern:
+    """One of the app's pages under ``model_admin``'s URLs, behind the admin's login, named
+    ``<app label>_<model name>_<suffix>`` as Django names its own."""
+    opts = model_admin.opts
+    pattern: URLPattern = path(
+        route,
+        model_admin.admin_site.admin_view(view),
+        name=f"{opts.app_label}_{opts.model_name}_{suffix}",
+    )
+    return pattern

@@ -13,13 +13,13 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import select_template
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, reverse
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from ..conf import IndexNowSettings
 from ..manual.runs import send_urls
-from .common import how_sent, logger, settings_or_none
+from .common import how_sent, logger, page, settings_or_none
 
 if TYPE_CHECKING:
     from django.db.models import Model
@@ -46,14 +46,9 @@ class IndexNowAdminMixin:
     indexnow_change_form_template = "admin/indexnow/object_change_form.html"
 
     def get_urls(self) -> list[URLPattern]:
-        model_admin: Any = self
-        info = model_admin.opts.app_label, model_admin.opts.model_name
+        route = "<path:object_id>/indexnow-submit/"
         return [
-            path(
-                "<path:object_id>/indexnow-submit/",
-                model_admin.admin_site.admin_view(self.indexnow_submit_view),
-                name="{}_{}_indexnow_submit".format(*info),
-            ),
+            page(self, route, self.indexnow_submit_view, "indexnow_submit"),
             *super().get_urls(),  # type: ignore[misc]
         ]
 

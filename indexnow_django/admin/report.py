@@ -9,13 +9,14 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern
 from django.utils.translation import gettext_lazy as _
 
 from ..compat import admin_markup
 from ..conf import get_settings
 from ..models import Delivery
 from ..ops.report import freshness
+from .common import page
 
 if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[Delivery]
@@ -29,15 +30,7 @@ class ReportPage(_ModelAdmin):
     """The page, as part of the history's admin (:class:`~.history.DeliveryAdmin`)."""
 
     def get_urls(self) -> list[URLPattern]:
-        info = self.opts.app_label, self.opts.model_name
-        return [
-            path(
-                "report/",
-                self.admin_site.admin_view(self.report_view),
-                name="{}_{}_report".format(*info),
-            ),
-            *super().get_urls(),
-        ]
+        return [page(self, "report/", self.report_view, "report"), *super().get_urls()]
 
     def report_view(self, request: HttpRequest) -> HttpResponse:
         """The last ``?days=`` days (7 by default, 1 to 366)."""

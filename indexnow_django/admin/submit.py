@@ -12,7 +12,7 @@ from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -21,7 +21,7 @@ from ..conf import get_settings
 from ..manual.entries import read_pasted
 from ..manual.runs import send_urls
 from ..models import Delivery
-from .common import how_sent, settings_or_none
+from .common import how_sent, page, settings_or_none
 
 if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[Delivery]
@@ -84,15 +84,7 @@ class SubmitURLsPage(_ModelAdmin):
         return request.user.has_perm("indexnow.submit_urls")
 
     def get_urls(self) -> list[URLPattern]:
-        info = self.opts.app_label, self.opts.model_name
-        return [
-            path(
-                "submit/",
-                self.admin_site.admin_view(self.submit_view),
-                name="{}_{}_submit".format(*info),
-            ),
-            *super().get_urls(),
-        ]
+        return [page(self, "submit/", self.submit_view, "submit"), *super().get_urls()]
 
     def submit_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_submit_permission(request):

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from django.http.response import HttpResponseBase
 
 __all__ = [
+    "STATE_ATTRIBUTE",
     "CommitCallback",
     "admin_markup",
     "can_run_after_response",
@@ -232,12 +233,14 @@ def thread_connection(alias: str) -> BaseDatabaseWrapper:
 
 
 #: The attribute of a model instance's ``_state`` that :func:`keep_state` sets.
-_STATE_ATTRIBUTE = "indexnow"
+#: The key of what :func:`keep_state` keeps in ``instance._state.__dict__`` (read there
+#: directly where a save's signal handlers would pay for a call).
+STATE_ATTRIBUTE = "indexnow"
 
 
 def kept_state(instance: Model) -> Any:
     """What :func:`keep_state` kept with ``instance`` (``None``: nothing)."""
-    return instance._state.__dict__.get(_STATE_ATTRIBUTE)
+    return instance._state.__dict__.get(STATE_ATTRIBUTE)
 
 
 def keep_state(instance: Model, value: Any) -> None:
@@ -248,7 +251,7 @@ def keep_state(instance: Model, value: Any) -> None:
     records whose it is. An object Django builds (a query, ``refresh_from_db``)
     starts without one.
     """
-    instance._state.__dict__[_STATE_ATTRIBUTE] = value
+    instance._state.__dict__[STATE_ATTRIBUTE] = value
 
 
 def run_commands_in(

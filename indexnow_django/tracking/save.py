@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db import models
 from django.utils import timezone
 
-from ..compat import _STATE_ATTRIBUTE as STATE_ATTRIBUTE
-from ..compat import thread_connection
+from ..compat import STATE_ATTRIBUTE, thread_connection
 from ..conf import is_enabled
 from ..registration.registry import plan_for
 from ..units.collector import LATER_LIMIT, current, hand_over
@@ -116,11 +115,8 @@ def before_save(
     **kwargs: Any,
 ) -> None:
     """``pre_save``: the stored row that the save overwrites."""
-    kept = instance._state.__dict__
-    known = kept.get(STATE_ATTRIBUTE)
-    if known is None:  # state(instance), made on its first save
-        known = kept[STATE_ATTRIBUTE] = TrackedState(id(instance), instance.__dict__.get(LOADED))
-    elif known._owner != id(instance):
+    known = instance._state.__dict__.get(STATE_ATTRIBUTE)  # compat.kept_state, inlined
+    if known is None or known._owner != id(instance):
         known = state(instance)
     known.before = None
     known.found = None
@@ -256,7 +252,7 @@ def after_save(
     """``post_save``: keep the row as saved and submit what the save changed."""
     if raw and ignored(raw):
         return
-    known = instance._state.__dict__.get(STATE_ATTRIBUTE)
+    known = instance._state.__dict__.get(STATE_ATTRIBUTE)  # compat.kept_state, inlined
     if known is None or known._owner != id(instance):
         known = state(instance)
     before = known.before
@@ -287,46 +283,30 @@ def after_save(
     plan = info.plan
     if plan is None:
         return
-    if found is None:
-        if copied and written is not None:
-            # The usual save inside a transaction: the state before is seen now (when
-            # a field its URLs are read from changed), what it is at the commit then.
-            try:
-                compared = _compared(plan, info, before, instance, saved, None)
-            except Exception as error:
-                failed(instance, "work out the stored state before a save", error)
-                return
-            if compared is not None:
-                change_in_transaction(
-                    plan,
-                    compared[0],
-                    instance,
-                    compared[1],
-                    using,
-                    written,
-                    saved,
-                    connection,
-                    info,
-                )
+    if found is None and copied and written is not None:
+        # The usual save inside a transaction: the state before is seen now (when
+        # a field its URLs are read from changed), what it is at the commit then.
+        try:
+            compared = _compared(plan, info, before, instance, saved, None)
+        except Exception as error:
+            failed(instance, "work out the stored state before a save", error)
             return
-        work_out(
-            plan,
-            info,
-            before,
-            instance,
-            saved,
-            update_fields,
-            None,
-            using,
-            later=True,
-            standing=written,
-            connection=connection,
-            copied=copied,
-        )
+        if compared is not None:
+            change_in_transaction(
+                plan,
+                compared[0],
+                instance,
+                compared[1],
+                using,
+                written,
+                saved,
+                connection,
+                info,
+            )
         return
     # Worked out at the end of the unit of work, with its other saves and from the
     # object's state when the unit began; one whose dependents were watched, at once.
-    before_seen = found.before_seen
+    before_seen = found.before_seen if found is not None else None
     work_out(
         plan,
         info,
@@ -334,7 +314,7 @@ def after_save(
         instance,
         saved,
         update_fields,
-        found.deferred,
+        found.deferred if found is not None else None,
         using,
         later=before_seen is None,
         standing=written,
@@ -342,7 +322,7 @@ def after_save(
         connection=connection,
         copied=copied,
     )
-    if found.watching is not None:
+    if found is not None and found.watching is not None:
         found.watching.finish()
 
 
