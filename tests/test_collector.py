@@ -457,6 +457,19 @@ def test_in_a_test_case_transaction_captured_callbacks_flush(
     assert flushes == [["/captured-1/", "/captured-2/"]]
 
 
+@pytest.mark.django_db(transaction=False)
+def test_a_capture_block_after_earlier_saves_of_its_transaction_still_flushes_its_own(
+    django_capture_on_commit_callbacks: Any, flushes: list[list[str]]
+) -> None:
+    """Saves made before a capture block, at the same depth of savepoints, do not hide
+    the saves made inside it: the block's callbacks hand them over (with those before)."""
+    page("/before-the-block/")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        page("/in-the-block/")
+    assert callbacks, "the block captured no callback"
+    assert flushes == [["/before-the-block/", "/in-the-block/"]]
+
+
 def test_a_shell_that_opened_the_locmem_mail_backend_still_flushes_once(engine: Any) -> None:
     """Opening Django's locmem email backend (which creates ``mail.outbox``) in a shell
     does not make the shell's saves look like tests' saves."""

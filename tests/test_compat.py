@@ -366,6 +366,37 @@ def test_a_value_kept_on_an_instance_goes_where_django_takes_the_instance():
     assert compat.kept_state(loaded) == {"kept": 1}
 
 
+# A callback registered on every save ------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_callback_registered_again_runs_stands_and_falls_as_registrations_do(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    runs: list[str] = []
+
+    def callback() -> None:
+        runs.append("ran")
+
+    with transaction.atomic():
+        compat.on_commit_again(connection, callback)
+        compat.on_commit_again(connection, callback)
+        assert len(connection.run_on_commit) == 2, changed(
+            "BaseDatabaseWrapper.run_on_commit (a list of (savepoint ids, callback, robust))"
+        )
+        assert connection.run_on_commit[0] is connection.run_on_commit[1]  # nothing new made
+        with transaction.atomic():
+            compat.on_commit_again(connection, callback)  # another savepoint: its own entry
+            assert connection.run_on_commit[2] is not connection.run_on_commit[1]
+            compat.on_commit_again(connection, callback)
+            transaction.set_rollback(True)
+        assert len(connection.run_on_commit) == 2  # the savepoint's entries went with it
+        with django_capture_on_commit_callbacks() as captured:
+            compat.on_commit_again(connection, callback)  # seen by a block opened after
+        assert captured == [callback]
+    assert runs == ["ran"] * 3  # robust, each run as Django runs a registration
+
+
 # Every management command -----------------------------------------------------------------
 
 

@@ -752,6 +752,39 @@ def test_a_rolled_back_change_inside_a_transaction_sends_nothing(
     assert sent(engine) == [[f"{BASE}/en/kept/", f"{BASE}/fr/kept/"]]
 
 
+def test_a_long_transaction_keeps_a_few_objects_a_save_until_its_commit(engine: Any) -> None:
+    """A bulk import saving many objects in one transaction holds, until the commit, what
+    the commit works their URLs out from and little more: each object kept costs memory
+    and the collector's time (every collection walks it) for the rest of the import."""
+    import gc
+
+    Post.objects.bulk_create(
+        Post(title=f"Post {n}", slug=f"kept-{n}", status=Post.PUBLISHED) for n in range(400)
+    )
+
+    def kept_by(count: int) -> int:
+        """Objects the collector tracks, more after ``count`` saves than before them."""
+        posts = list(Post.objects.filter(slug__startswith="kept-")[:count])
+        gc.collect()
+        gc.disable()
+        try:
+            with transaction.atomic():
+                before = len(gc.get_objects())
+                for post in posts:
+                    post.title += " (imported)"
+                    post.save()
+                return len(gc.get_objects()) - before
+        finally:
+            gc.enable()
+
+    kept_by(100)  # what a first transaction loads once (the URLconf, say) is not counted
+    engine.reset()
+    kept = (kept_by(400) - kept_by(100)) / 300
+    assert kept <= 7, f"{kept:.1f} objects kept a save until the commit"
+    assert len(sent(engine)) == 2
+    assert sorted(sent(engine)[0]) == sorted(f"{BASE}/posts/kept-{n}/" for n in range(400))
+
+
 # Saves worked out at the end of their unit --------------------------------------
 
 

@@ -70,6 +70,7 @@ __all__ = [
     "can_run_after_response",
     "keep_state",
     "kept_state",
+    "on_commit_again",
     "parler_translations",
     "redis_cache_client",
     "run_after_response",
@@ -198,6 +199,28 @@ class CommitCallback:
         commit or while it runs them.
         """
         return self._callback() is not None
+
+
+def on_commit_again(connection: BaseDatabaseWrapper, callback: Callable[[], None]) -> None:
+    """``connection.on_commit(callback, robust=True)``, for a callback registered often.
+
+    When the last callback registered on ``connection`` is ``callback`` itself,
+    robust, at the savepoints open now, that entry is registered again as it is:
+    Django's list of callbacks refers to it once more, and nothing is made (a
+    transaction of many saves keeps no more per save than that reference). A
+    savepoint's rollback drops both, as it would drop two registrations; a test's
+    ``captureOnCommitCallbacks`` sees the callback in its block, as it would.
+    Django keeps each entry as ``(savepoint ids, callback, robust)`` (4.2 and later).
+    """
+    waiting: list[Any] = connection.run_on_commit  # (ids, callback, robust) since 4.2
+    if waiting:
+        last = waiting[-1]
+        if last[1] is callback and last[2] is True:
+            ids = connection.savepoint_ids
+            if len(last[0]) == len(ids) and last[0].issuperset(ids):
+                waiting.append(last)
+                return
+    connection.on_commit(callback, robust=True)
 
 
 _threads = threading.local()

@@ -178,14 +178,29 @@ class _OpenChange:
     only the callbacks registered in its block, still sees it.
     """
 
-    __slots__ = ("before", "changes", "done", "info", "plan", "using")
+    __slots__ = (
+        "before",
+        "counts",
+        "done",
+        "info",
+        "more",
+        "plan",
+        "saved",
+        "standing",
+        "using",
+        "values",
+    )
 
     def __init__(
         self,
         plan: Plan,
         before: Seen | Unseen | None,
         using: str,
-        info: ModelInfo | None = None,
+        info: ModelInfo | None,
+        standing: Standing,
+        saved: models.Model,
+        values: dict[str, Any] | None,
+        counts: bool,
     ) -> None:
         self.plan = plan
         self.before = before
@@ -193,25 +208,41 @@ class _OpenChange:
         #: What tracking knows of the model, if the caller had it at hand.
         self.info = info
         self.done = False
-        #: Each change: whether it still stands (its savepoint did not roll back),
+        #: Its first change: whether it still stands (its savepoint did not roll back),
         #: the object, the values it saved (``None``: the object is a copy made then),
-        #: and whether a field of ``fields`` changed.
-        self.changes: list[tuple[Standing, models.Model, dict[str, Any] | None, bool]] = []
+        #: and whether a field of ``fields`` changed; the changes after it, if any, in
+        #: ``more`` as such tuples (most objects change once in a transaction).
+        self.standing = standing
+        self.saved = saved
+        self.values = values
+        self.counts = counts
+        self.more: list[tuple[Standing, models.Model, dict[str, Any] | None, bool]] | None = None
+
+    def add(
+        self, standing: Standing, saved: models.Model, values: dict[str, Any] | None, counts: bool
+    ) -> None:
+        """One more change of the object in the transaction."""
+        if self.more is None:
+            self.more = []
+        self.more.append((standing, saved, values, counts))
 
     def open(self) -> bool:
-        return not self.done and any(change[0].stands() for change in self.changes)
+        return not self.done and (
+            self.standing.stands() or any(change[0].stands() for change in self.more or ())
+        )
 
     def resolve(self) -> list[str]:
         if self.done:
             return []
         self.done = True
-        changes = self.changes
-        if len(changes) == 1:  # the usual: one change of the object in the transaction
-            kept, saved, values, counts = changes[0]
-            if not kept.stands():
+        more = self.more
+        if more is None:  # the usual: one change of the object in the transaction
+            if not self.standing.stands():
                 return []
+            saved, values, counts = self.saved, self.values, self.counts
         else:
-            standing = [change for change in changes if change[0].stands()]
+            first = (self.standing, self.saved, self.values, self.counts)
+            standing = [change for change in (first, *more) if change[0].stands()]
             if not standing:
                 return []
             _kept, saved, values, counts = standing[-1]
@@ -235,7 +266,8 @@ def open_change(obj: models.Model, connection: BaseDatabaseWrapper) -> _OpenChan
     waiting = commit.changes if commit is not None else None
     if not waiting:
         return None
-    entry: _OpenChange | None = waiting.get((obj._meta.concrete_model, obj.pk))
+    of_model = waiting.get(obj._meta.concrete_model)
+    entry: _OpenChange | None = of_model.get(obj.pk) if of_model is not None else None
     return entry if entry is not None and entry.open() else None
 
 
@@ -298,10 +330,16 @@ def change_in_transaction(
     """
     commit = changes_on_commit(connection, start=True, standing=standing)
     assert commit is not None
-    waiting = commit.changes
-    key = (saved._meta.concrete_model, saved.pk)
-    entry: _OpenChange | None = waiting.get(key)
+    # By model, then by primary key (a key of two would be kept until the commit).
+    model = saved._meta.concrete_model
+    waiting = commit.changes.get(model)
+    if waiting is None:
+        waiting = commit.changes[model] = {}
+    pk = saved.pk
+    entry: _OpenChange | None = waiting.get(pk)
     if entry is None or not entry.open():
-        entry = waiting[key] = _OpenChange(plan, before, using, info)
-    entry.changes.append((standing, saved, values, counts))
+        entry = _OpenChange(plan, before, using, info, standing, saved, values, counts)
+        waiting[pk] = entry
+    else:
+        entry.add(standing, saved, values, counts)
     commit.collect(connection, entry, standing)

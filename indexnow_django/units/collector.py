@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from ..compat import CommitCallback
+from ..compat import CommitCallback, on_commit_again
 from ..conf import is_enabled
 
 if TYPE_CHECKING:
@@ -382,7 +382,8 @@ class CommitChanges(Protocol):
     """What change tracking hands over to the commit of a transaction (see
     :func:`changes_on_commit`)."""
 
-    #: Its changes waiting for the commit, by object (until the commit or a rollback).
+    #: Its changes waiting for the commit, by model then by primary key (until the
+    #: commit or a rollback).
     changes: dict[Any, Any]
 
     def collect(
@@ -414,6 +415,22 @@ def changes_on_commit(
         return _Commit.of(connection, standing)
     found = _Commit._by_connection.get(connection)
     return found if found is not None and not found.done else None
+
+
+class _Changes(list[Callable[[], list[str]]]):
+    """Tracked changes handed over together: each gives its URLs when the transaction
+    commits, in the order they were handed over."""
+
+    __slots__ = ()
+
+    def __call__(self) -> list[str]:
+        urls: list[str] = []
+        for resolve in self:
+            try:
+                urls.extend(resolve())
+            except Exception:
+                logger.exception("IndexNow could not work out URLs at commit")
+        return urls
 
 
 #: URLs, or a function giving them when the transaction commits.
@@ -449,7 +466,7 @@ class _Commit:
         #: standing), its unit of work, its URLs.
         self.pieces: list[tuple[_Stands, Collector | None, _Piece]] = []
         self.done = False
-        #: Change tracking's changes waiting for this commit, by object.
+        #: Change tracking's changes waiting for this commit, by model then primary key.
         self.changes: dict[Any, Any] = {}
         self.join = self.committed
 
@@ -484,10 +501,19 @@ class _Commit:
     def collect(
         self, connection: BaseDatabaseWrapper, resolve: Callable[[], list[str]], standing: Any
     ) -> None:
-        # A callback of its own, in the savepoint (and a test's capture of callbacks)
-        # where it is handed over; whether it still waits is the change's standing's.
-        connection.on_commit(self.join, robust=True)
-        self.pieces.append((standing, _current.get(), resolve))
+        # A callback in the savepoint (and a test's capture of callbacks) where each
+        # change is handed over; whether it still waits is the change's standing's.
+        on_commit_again(connection, self.join)
+        unit = _current.get()
+        pieces = self.pieces
+        if pieces:
+            last = pieces[-1]
+            if last[0] is standing and last[1] is unit and type(last[2]) is _Changes:
+                # With the changes before it that stand or fall with it, for the same
+                # unit: one piece for them all (the usual: a transaction of many saves).
+                last[2].append(resolve)
+                return
+        pieces.append((standing, unit, _Changes((resolve,))))
 
     def fresh(self) -> bool:
         """Whether nothing was handed to it yet (made for what is about to be)."""
