@@ -135,6 +135,58 @@ def test_a_model_registered_after_the_app_is_ready_is_tracked(engine: Any) -> No
     assert sent(engine) == [[f"{BASE}/untracked/late/"]]
 
 
+def test_a_save_base_patched_by_a_field_tracker_is_kept_and_sees_its_arguments(
+    engine: Any,
+) -> None:
+    """A field tracker patches the class's ``save_base`` when the class is prepared,
+    before tracking hooks it: its patch is called, with the keyword arguments it reads,
+    and the save is tracked once."""
+    seen: list[Any] = []
+    original = Untracked.save_base
+
+    def save_base(instance: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("update_fields"))
+        return original(instance, *args, **kwargs)
+
+    Untracked.save_base = save_base  # type: ignore[method-assign]
+    try:
+
+        @register(Untracked)
+        class UntrackedIndexNow(ModelIndexNow):
+            def urls(self, obj: Any) -> list[str]:
+                return [f"/untracked/{obj.slug}/"]
+
+        try:
+            obj = Untracked.objects.create(title="Tracked", slug="tracked")
+            obj.title = "Tracked again"
+            obj.save(update_fields=["title"])
+        finally:
+            unregister(Untracked)
+        assert Untracked.save_base is save_base  # the patch, as it was
+    finally:
+        del Untracked.save_base
+    assert seen == [None, frozenset({"title"})]
+    assert sent(engine) == [[f"{BASE}/untracked/tracked/"], [f"{BASE}/untracked/tracked/"]]
+
+
+def test_muting_the_model_signals_does_not_pause_tracking(engine: Any) -> None:
+    """factory_boy's ``mute_signals`` empties the signals' receivers: saves still count
+    (tracking follows a save through its class; ``ENABLED`` pauses it)."""
+    from django.db.models.signals import post_save, pre_save
+
+    kept = [(signal, signal.receivers) for signal in (pre_save, post_save)]
+    for signal, _receivers in kept:
+        signal.receivers = []
+        signal.sender_receivers_cache.clear()
+    try:
+        Page.objects.create(path="/muted/")
+    finally:
+        for signal, receivers in kept:
+            signal.receivers = receivers
+            signal.sender_receivers_cache.clear()
+    assert sent(engine) == [[f"{BASE}/muted/"]]
+
+
 def test_plain_register_uses_every_default(engine: Any) -> None:
     page = Page.objects.create(path="/about/")
     page.save()  # no change at all: every save of a default registration counts

@@ -1,10 +1,13 @@
 """Connecting: the signal handlers and class hooks follow what the registry tracks.
 
-Handlers are connected per sender: every tracked model (registered, or a
-subclass of a registered one), the parents of tracked multi-table models (a
-save or delete through the base class is worked out for the most specific
-tracked class whose row it belongs to, see :data:`~.state.children`),
-and the ``through`` models of their m2m fields. Late registrations and models
+The saves of every tracked model (registered, or a subclass of a registered
+one) go through its class's ``save_base`` (:func:`.save.saving_hook`); its
+raw saves, while a ``count_raw_saves()`` block is open, through ``pre_save``
+and ``post_save``. Signal handlers are connected per sender: every tracked
+model's deletes, the saves of the untracked parents of tracked multi-table
+models (a save through the base class is worked out for the most specific
+tracked class whose row it belongs to, see :data:`~.state.children`), the
+rows of their ``related`` models, and the ``through`` models of their m2m fields. Late registrations and models
 created later are connected when they appear.
 """
 
@@ -28,9 +31,17 @@ from ..registration.registry import Related, plan_for, registration_changed
 from .delete import after_delete, before_delete
 from .loading import patch_tracked_classes
 from .m2m import m2m_fields, on_m2m_changed, through_of
-from .raw import follow_reversion
+from .raw import follow_deserializers, follow_reversion, when_counting
 from .related import after_row_change, before_row_change, owners
-from .save import after_save, before_save
+from .save import (
+    after_raw_save,
+    after_save,
+    before_raw_save,
+    before_save,
+    mark_raw,
+    outermost,
+    saving_hook,
+)
 from .state import ModelInfo, children, model_info, planned, tracked
 
 __all__ = ["connect"]
@@ -65,7 +76,24 @@ def connect() -> None:
     registration_changed.connect(_sync, dispatch_uid="indexnow_django.tracking.sync")
     class_prepared.connect(_prepared, dispatch_uid="indexnow_django.tracking.class_prepared")
     follow_reversion()
+    follow_deserializers(mark_raw)
+    when_counting(_follow_raw_saves)
     _sync()
+
+
+def _follow_raw_saves(counting: bool) -> None:
+    """While a block of ``count_raw_saves()`` is open (in any thread), the raw saves of
+    tracked classes are followed through their signals: Django's deserializers save
+    with ``Model.save_base`` itself, which the classes' hooks do not see."""
+    for signal, handler, name in (
+        (pre_save, before_raw_save, "pre"),
+        (post_save, after_raw_save, "post"),
+    ):
+        uid = f"indexnow_django.tracking.raw_{name}_save"
+        if counting:
+            signal.connect(handler, weak=False, dispatch_uid=uid)
+        else:
+            signal.disconnect(dispatch_uid=uid)
 
 
 def _prepared(sender: type[models.Model], **kwargs: Any) -> None:
@@ -102,7 +130,8 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
         if plan_for(model) is None:
             continue
         found[model] = model_info(model)
-        for signal, handler, name in (*_SAVE, *_DELETE):
+        # Its saves: through its class's save_base (patch_tracked_classes).
+        for signal, handler, name in _DELETE:
             wanted[(model, name)] = (signal, handler)
         plan = plan_for(model)
         for related in plan.related if plan is not None else ():
@@ -136,7 +165,7 @@ def _sync(extra: type[models.Model] | None = None, **kwargs: Any) -> None:
     _connected.update(wanted)
     tracked.clear()
     tracked.update(found)
-    patch_tracked_classes(found)
+    patch_tracked_classes(found, saving_hook, outermost)
     children.clear()
     children.update(parents)
     owners.clear()

@@ -2,7 +2,8 @@
 
 Only the tracked classes are changed (as a field tracker patches the class it
 is declared on): their ``from_db``, through which every object loaded by a
-query passes, and their ``refresh_from_db``. Untracked models pay nothing.
+query passes, and their ``refresh_from_db`` (and their ``save_base``, the
+route of their saves: see :func:`.save.saving_hook`). Untracked models pay nothing.
 Loading pays one call and one attribute: nothing is copied or built on load,
 the object keeps a reference to the row's values in its ``_indexnow_loaded``
 attribute (:data:`~.state.LOADED`: the row's own sequence in the order of the
@@ -36,13 +37,21 @@ _DJANGO_FROM_DB: Callable[..., models.Model] = getattr(models.Model.from_db, "__
 _refresh_hooks: set[Callable[..., Any]] = set()
 
 
-def patch_tracked_classes(classes: Mapping[type[models.Model], ModelInfo]) -> None:
-    """Hook ``from_db`` and ``refresh_from_db`` of ``classes`` (and only theirs).
+def patch_tracked_classes(
+    classes: Mapping[type[models.Model], ModelInfo],
+    saving_hook: Callable[[Callable[..., Any]], Callable[..., Any]],
+    outermost: dict[type[models.Model], Callable[..., Any]],
+) -> None:
+    """Hook ``from_db``, ``refresh_from_db`` and ``save_base`` of ``classes`` (and
+    only theirs).
 
     Undoes the previous hooks first, so the hooked classes follow the registry.
     A model's own ``from_db`` (a documented override) is kept and called. Each
     tracked class gets a hook of its own (it knows how many fields a whole row of
-    the class has).
+    the class has). ``save_base`` is hooked with ``saving_hook(the class's own)``
+    where the class does not inherit a hook already (a subclass's saves go through
+    its parent's), and ``outermost`` maps each class to the hook its saves reach
+    first.
     """
     for (cls, name), own in _patched.items():
         if own is MISSING:
@@ -64,6 +73,10 @@ def patch_tracked_classes(classes: Mapping[type[models.Model], ModelInfo]) -> No
         refresh = cls.refresh_from_db
         if refresh not in _refresh_hooks:
             _patch(cls, "refresh_from_db", _refresh_hook(refresh))
+        if not getattr(cls.save_base, "indexnow_hook", False):
+            _patch(cls, "save_base", saving_hook(cls.save_base))
+    outermost.clear()
+    outermost.update({cls: cls.save_base for cls in classes})
 
 
 def _patch(cls: type[models.Model], name: str, value: Any) -> None:

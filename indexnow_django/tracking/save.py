@@ -1,14 +1,16 @@
 """Saves: what ``pre_save`` records and what ``post_save`` submits.
 
-A save of a tracked object takes one route:
+A save of a tracked object takes one route, through its class's ``save_base``
+(:func:`saving_hook`), which calls the two steps as ``pre_save`` and ``post_save``
+would, without Django's dispatch of the signals:
 
-1. ``pre_save`` (:func:`before_save`) records, on the object's
+1. :func:`before_save` records, on the object's
    :class:`~.state.TrackedState`, the stored row that the save overwrites:
    the row the object was loaded or last saved with when it holds every
    field (nothing to do, no query); else the row as the database holds it
    (one query: an object built by hand, a field deferred); ``()`` for an
    insert.
-2. ``post_save`` (:func:`after_save`) keeps the values the save wrote as the
+2. :func:`after_save` keeps the values the save wrote as the
    object's row (the "before" of its next save) and hands the save to
    :func:`work_out`.
 3. :func:`work_out` works the save's URLs out (:func:`urls_of_save`, from the
@@ -25,10 +27,10 @@ the parent model) is a change of the child row it belongs to, judged as the chil
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from django.db import models
+from django.db import models, router
 from django.utils import timezone
 
 from ..compat import STATE_ATTRIBUTE, thread_connection
@@ -36,7 +38,7 @@ from ..conf import is_enabled
 from ..registration.registry import plan_for
 from ..units.collector import LATER_LIMIT, current, hand_over
 from .outcome import DRAFT, Seen, Unseen, change, change_in_transaction, failed, outcome, see
-from .raw import ignored
+from .raw import counting_raw_saves, ignored
 from .state import (
     LOADED,
     ModelInfo,
@@ -66,7 +68,18 @@ if TYPE_CHECKING:
 
     from ..registration.registry import Plan
 
-__all__ = ["after_save", "before_save", "fields_changed", "urls_of_save", "work_out"]
+__all__ = [
+    "after_raw_save",
+    "after_save",
+    "before_raw_save",
+    "before_save",
+    "fields_changed",
+    "mark_raw",
+    "outermost",
+    "saving_hook",
+    "urls_of_save",
+    "work_out",
+]
 
 
 # tuple.__new__: an Unseen without the Python-level constructor (once a save).
@@ -587,3 +600,99 @@ def after_base_save(base_save: BaseSave, instance: models.Model, using: str) -> 
     }
     saved = rebuild(child, {**child.__dict__, **values})
     change(base_save.plan, base_save.seen, saved, base_save.counts, using, copy_saved=False)
+
+
+# The route of a tracked class's saves ------------------------------------------------------
+
+#: The hook that each tracked class's saves go through, the first in its MRO: a hook
+#: acts for the classes it is the first hook of, so that a save through a class that
+#: overrides ``save_base`` and calls ``super()`` is seen once.
+outermost: dict[type[models.Model], Callable[..., Any]] = {}
+
+
+def saving_hook(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``save_base`` for a tracked class whose own (or inherited) is ``original``.
+
+    Django's ``save_base`` sends ``pre_save`` before the write and ``post_save``
+    after it; the hook calls :func:`before_save` and :func:`after_save` around it
+    with what those signals carry (the database alias worked out as Django does,
+    so Django's own does not ask the router again). Their dispatch is what a save
+    of a tracked object cost most, more than the tracking itself. A raw save
+    (fixtures, reverts) takes the signals, as Django's deserializers' saves do
+    (they call ``Model.save_base`` itself): see :func:`before_raw_save`.
+    """
+
+    def save_base(
+        self: models.Model,
+        raw: bool = False,
+        force_insert: Any = False,
+        force_update: bool = False,
+        using: str | None = None,
+        update_fields: Iterable[str] | None = None,
+    ) -> Any:
+        sender = self.__class__
+        if raw or outermost.get(sender) is not save_base:
+            if raw and not counting_raw_saves():
+                mark_raw(self)
+            return original(
+                self,
+                raw=raw,
+                force_insert=force_insert,
+                force_update=force_update,
+                using=using,
+                update_fields=update_fields,
+            )
+        using = using or router.db_for_write(sender, instance=self)
+        before_save(sender, self, False, using, update_fields)
+        created = self._state.adding
+        result = original(
+            self,
+            raw=False,
+            force_insert=force_insert,
+            force_update=force_update,
+            using=using,
+            update_fields=update_fields,
+        )
+        after_save(sender, self, created, False, using, update_fields)
+        return result
+
+    save_base.indexnow_hook = True  # type: ignore[attr-defined]
+    return save_base
+
+
+def mark_raw(instance: models.Model) -> None:
+    """A raw save of ``instance`` that is not tracked (``loaddata``): its many-to-many
+    data, set right after, is ignored like the save."""
+    if instance.__class__ in outermost:
+        known = state(instance)
+        known.before = None
+        known.found = None
+        known.raw = True
+
+
+def before_raw_save(
+    sender: type[models.Model],
+    instance: models.Model,
+    raw: bool,
+    using: str,
+    update_fields: Iterable[str] | None,
+    **kwargs: Any,
+) -> None:
+    """``pre_save``, connected while :func:`~.raw.count_raw_saves` blocks are open: a
+    raw save of a tracked class, counted (a revert)."""
+    if raw and sender in outermost and counting_raw_saves():
+        before_save(sender, instance, raw, using, update_fields)
+
+
+def after_raw_save(
+    sender: type[models.Model],
+    instance: models.Model,
+    created: bool,
+    raw: bool,
+    using: str,
+    update_fields: Iterable[str] | None = None,
+    **kwargs: Any,
+) -> None:
+    """``post_save`` of :func:`before_raw_save`'s saves."""
+    if raw and sender in outermost and counting_raw_saves():
+        after_save(sender, instance, created, raw, using, update_fields)
