@@ -7,8 +7,9 @@ and ``post_save``. Signal handlers are connected per sender: every tracked
 model's deletes, the saves of the untracked parents of tracked multi-table
 models (a save through the base class is worked out for the most specific
 tracked class whose row it belongs to, see :data:`~.state.children`), the
-rows of their ``related`` models, and the ``through`` models of their m2m fields. Late registrations and models
-created later are connected when they appear.
+rows of their ``related`` models, and the ``through`` models of their m2m
+fields. Late registrations and models created later are hooked and connected
+when they appear.
 """
 
 from __future__ import annotations
