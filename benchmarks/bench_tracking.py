@@ -31,6 +31,14 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_tracking.py --db memory --dispatch sync
     .venv/bin/python benchmarks/bench_tracking.py --clock cpu   # on a busy machine
 
+The saves counted in machine instructions, which nothing else on the machine
+disturbs (valgrind's callgrind, so valgrind must be installed; a few minutes):
+each child runs the same saves twice, 100 then ``--saves``, under callgrind,
+and the difference over the extra saves is what one save costs, start-up and
+the first save's one-time work (the URLconf, say) left out::
+
+    .venv/bin/python benchmarks/bench_tracking.py --instructions --saves 600
+
 Today's code against another, side by side in one run (each child runs on both
 checkouts in turn, so both see the same machine)::
 
@@ -209,6 +217,110 @@ SAVE_FIGURES = {
 LOADED_ROWS = 2000
 
 
+#: Saves of the smaller run of an instruction count (see :func:`count_instructions`).
+COUNTED_BASE = 100
+
+
+def child_count(args: argparse.Namespace, with_app: bool) -> None:
+    """``args.saves`` saves of loaded objects, each changing the title, for callgrind to
+    count: in one transaction (``--count-figure transaction``) or each committed on its
+    own; first 100 more, in a run of their own, for what a first run does once."""
+    configure(with_app=with_app, db=args.db, dispatch="sync")
+    import contextlib
+
+    from django.db import transaction
+
+    from tests.testapp.models import Untracked
+
+    unit: Any = contextlib.nullcontext
+    if with_app:
+        from indexnow_django import ModelIndexNow, batch, register
+
+        register(Untracked, type("UntrackedIndexNow", (UntrackedIndexNow, ModelIndexNow), {}))
+        unit = batch
+    # The same rows, loaded alike, by both runs of a count: the first saves, the last
+    # are for the first run.
+    rows = args.count_rows
+    Untracked.objects.bulk_create(Untracked(title=f"T{n}", slug=f"s{n}") for n in range(rows))
+    loaded = list(Untracked.objects.all()[:rows])
+    atomic = args.count_figure == "transaction"
+
+    def saves(objects: list[Any]) -> None:
+        with unit() as collector:
+            with transaction.atomic() if atomic else contextlib.nullcontext():
+                for obj in objects:
+                    obj.title = f"{obj.title}+"
+                    obj.save()
+            if collector is not None:
+                collector.work_out_waiting()
+                collector.urls.clear()
+
+    saves(loaded[-COUNTED_BASE:])
+    saves(loaded[: args.saves])
+
+
+def count_instructions(args: argparse.Namespace) -> None:
+    """Machine instructions a save, app installed and left out (see the module's doc)."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind (Debian's package valgrind)")
+    codes = {"this": ROOT}
+    if args.against:
+        codes = {"against": Path(args.against).resolve(), "this": ROOT}
+
+    def counted(code: Path, role: str, figure: str, saves: int, tmp: str) -> int:
+        env = {
+            **os.environ,
+            "BENCH_CODE": str(code),
+            "PYTHONPATH": str(code),
+            "PYTHONHASHSEED": "0",
+            "BENCH_REDIS_URL": "redis://127.0.0.1:9",  # never asked (the saves only)
+            "BENCH_ENGINE_URL": "http://127.0.0.1:9/indexnow",  # never asked
+            "BENCH_DB_FILE": str(Path(tmp) / f"{role}-{figure}-{saves}.sqlite3"),
+        }
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--child",
+            role,
+            "--saves",
+            str(saves),
+            "--count-figure",
+            figure,
+            "--count-rows",
+            str(args.saves + COUNTED_BASE),
+        ]
+        result = subprocess.run(command, env=env, cwd=code, capture_output=True, text=True)
+        found = re.search(r"Collected : (\d+)", result.stderr)
+        if result.returncode != 0 or found is None:
+            sys.exit(f"{role} failed:\n{result.stdout}\n{result.stderr[-3000:]}")
+        return int(found.group(1))
+
+    extra = args.saves - COUNTED_BASE
+    if extra <= 0:
+        sys.exit(f"--instructions needs --saves above {COUNTED_BASE}")
+    print(f"machine instructions a save (callgrind, {args.saves} saves less {COUNTED_BASE})")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, code in codes.items():
+            for figure in ("transaction", "committed"):
+                per_save = {}
+                for role in ("count-without", "count-with"):
+                    many = counted(code, role, figure, args.saves, tmp)
+                    few = counted(code, role, figure, COUNTED_BASE, tmp)
+                    per_save[role] = (many - few) / extra
+                plain, tracked = per_save["count-without"], per_save["count-with"]
+                where = "in one transaction" if figure == "transaction" else "each committed"
+                print(
+                    f"[{name}] saves {where}: app left out {plain:,.0f}, app installed "
+                    f"{tracked:,.0f} (+{tracked - plain:,.0f}), ratio {tracked / plain:.3f}"
+                )
+
+
 # The view of the request benchmark (ROOT_URLCONF is this module).
 def save_posts(request: Any) -> Any:
     from django.http import HttpResponse
@@ -349,6 +461,8 @@ def measured_code() -> str:
 
 
 CHILDREN = [
+    "count-with",
+    "count-without",
     "model-with",
     "model-without",
     "request-with",
@@ -386,10 +500,25 @@ def main() -> None:
         default="wall",
         help="wall time (default), or this process's CPU time (steadier on a busy machine)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count machine instructions a save under valgrind instead of timing",
+    )
+    parser.add_argument(
+        "--count-figure", choices=["transaction", "committed"], default="transaction"
+    )
+    parser.add_argument("--count-rows", type=int, default=0)
     args = parser.parse_args()
     global clock
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
+    if args.child in ("count-with", "count-without"):
+        child_count(args, with_app=args.child == "count-with")
+        return
+    if args.instructions:
+        count_instructions(args)
+        return
     if args.child in ("model-with", "model-without"):
         print(json.dumps(child_model(args, with_app=args.child == "model-with")))
         return
