@@ -671,28 +671,17 @@ def mark_raw(instance: models.Model) -> None:
 
 
 def before_raw_save(
-    sender: type[models.Model],
-    instance: models.Model,
-    raw: bool,
-    using: str,
-    update_fields: Iterable[str] | None,
-    **kwargs: Any,
+    sender: type[models.Model], instance: models.Model, raw: bool, **kwargs: Any
 ) -> None:
     """``pre_save``, connected while :func:`~.raw.count_raw_saves` blocks are open: a
     raw save of a tracked class, counted (a revert)."""
     if raw and sender in outermost and counting_raw_saves():
-        before_save(sender, instance, raw, using, update_fields)
+        before_save(sender, instance, raw, **kwargs)
 
 
 def after_raw_save(
-    sender: type[models.Model],
-    instance: models.Model,
-    created: bool,
-    raw: bool,
-    using: str,
-    update_fields: Iterable[str] | None = None,
-    **kwargs: Any,
+    sender: type[models.Model], instance: models.Model, raw: bool, **kwargs: Any
 ) -> None:
     """``post_save`` of :func:`before_raw_save`'s saves."""
     if raw and sender in outermost and counting_raw_saves():
-        after_save(sender, instance, created, raw, using, update_fields)
+        after_save(sender, instance, raw=raw, **kwargs)
