@@ -18,7 +18,7 @@ One module per concern, in the order a change meets them:
 
 * :mod:`.loading`: the tracked classes' ``from_db`` and ``refresh_from_db``
   keep the row;
-* :mod:`.save`: the route of a save, from ``pre_save`` to its URLs;
+* :mod:`.save`: the route of a save, from before its write to its URLs;
 * :mod:`.delete` and :mod:`.m2m`: deletes and many-to-many changes;
 * :mod:`.outcome`: the change table, and one change per object and
   transaction, worked out when it commits;

@@ -71,10 +71,10 @@ class TrackedState:
     row: Row | None = None
     #: The row was written inside a transaction: whether that write still stands.
     row_written: Standing | None = None
-    #: Set by ``pre_save`` for ``post_save``: the stored row the save overwrites;
+    #: Set before a save for after it (:mod:`.save`): the stored row the save overwrites;
     #: ``()`` for an insert; ``None`` when the save is not tracked.
     before: Row | None = None
-    #: Set by ``pre_save`` for ``post_save``, seldom: what else it found (a
+    #: Set before a save for after it, seldom: what else it found (a
     #: :class:`~.save.Found`: fields still deferred, a save through a base class, the
     #: objects that follow from the object).
     found: Any = None
