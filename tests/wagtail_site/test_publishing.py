@@ -133,3 +133,38 @@ def test_a_draft_save_costs_no_query(tree: Tree, engine) -> None:
         handlers.connect()
     assert tracked == untracked
     assert engine.posts == []
+
+
+def _integration_receivers(signal, sender) -> list:
+    from indexnow_django.contrib.wagtail import handlers
+
+    sync_receivers, async_receivers = signal._live_receivers(sender)
+    return [r for r in [*sync_receivers, *async_receivers] if r.__module__ == handlers.__name__]
+
+
+def test_saves_of_other_models_reach_none_of_the_integration_handlers() -> None:
+    """A site's models other than page types pay nothing on save for the integration."""
+    from django.contrib.auth.models import Group
+    from django.db.models.signals import post_save, pre_save
+
+    for signal in (pre_save, post_save):
+        assert _integration_receivers(signal, Group) == [], signal
+        assert _integration_receivers(signal, ArticlePage) != [], signal
+
+
+def test_a_page_type_created_later_gets_the_save_handlers() -> None:
+    """``class_prepared`` (Django sends it for each model class it creates) connects a page
+    type that did not exist when the integration was connected."""
+    from django.db.models.signals import class_prepared, post_save, pre_save
+
+    from indexnow_django.contrib.wagtail import handlers
+
+    label = ArticlePage._meta.label_lower
+    for signal, name in ((pre_save, "pre_save"), (post_save, "post_save")):
+        signal.disconnect(
+            sender=ArticlePage, dispatch_uid=f"{handlers._RECEIVERS.uid}.{name}.{label}"
+        )
+        assert _integration_receivers(signal, ArticlePage) == []
+    class_prepared.send(sender=ArticlePage)
+    for signal in (pre_save, post_save):
+        assert _integration_receivers(signal, ArticlePage) != []

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections, transaction
-from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
+from django.db.models.signals import class_prepared, post_delete, post_save, pre_delete, pre_save
 
 from ...conf import is_enabled
 from ...units.collector import collect
@@ -267,14 +267,27 @@ def _public_again(path: str, using: str) -> None:
 # Wiring ----------------------------------------------------------------------------
 
 
+def _page_types() -> list[type[Any]]:
+    """Every page type (each is its own model class), those created later included."""
+    from django.apps import apps
+    from wagtail.models import Page
+
+    return [model for model in apps.get_models() if issubclass(model, Page)]
+
+
 def _receivers() -> tuple[Receiver, ...]:
     from wagtail.models import Page, PageViewRestriction
     from wagtail.signals import page_published
 
+    saves: list[Receiver] = []
+    for page_type in _page_types():
+        # The saves of each page type, and of no other model (a site's other saves pay
+        # nothing for the integration).
+        label = page_type._meta.label_lower
+        saves.append((pre_save, _before_save, page_type, f"pre_save.{label}"))
+        saves.append((post_save, _after_save, page_type, f"post_save.{label}"))
     return (
-        # Any sender: each page type is its own model class.
-        (pre_save, _before_save, None, "pre_save"),
-        (post_save, _after_save, None, "post_save"),
+        *saves,
         (page_published, _published, None, "page_published"),
         # Deleting any page (or a subtree) deletes its base ``Page`` row.
         (pre_delete, _before_delete, Page, "pre_delete"),
@@ -284,5 +297,32 @@ def _receivers() -> tuple[Receiver, ...]:
 
 
 _RECEIVERS = Receivers("indexnow_django.contrib.wagtail", _receivers)
-connect = _RECEIVERS.connect
-disconnect = _RECEIVERS.disconnect
+_PREPARED_UID = f"{_RECEIVERS.uid}.class_prepared"
+
+
+def connect() -> None:
+    """Connect the handlers (the app's ``ready()`` calls this), and those of a page type
+    created later when it is."""
+    _RECEIVERS.connect()
+    class_prepared.connect(_page_type_prepared, dispatch_uid=_PREPARED_UID)
+
+
+def disconnect() -> None:
+    """Disconnect the handlers."""
+    class_prepared.disconnect(dispatch_uid=_PREPARED_UID)
+    _RECEIVERS.disconnect()
+
+
+def _page_type_prepared(sender: type[Any], **kwargs: Any) -> None:
+    """``class_prepared``: a page type created after start-up gets its save handlers."""
+    from django.apps import apps
+    from wagtail.models import Page
+
+    if issubclass(sender, Page) and sender._meta.apps is apps:
+        label = sender._meta.label_lower
+        pre_save.connect(
+            _before_save, sender=sender, dispatch_uid=f"{_RECEIVERS.uid}.pre_save.{label}"
+        )
+        post_save.connect(
+            _after_save, sender=sender, dispatch_uid=f"{_RECEIVERS.uid}.post_save.{label}"
+        )
