@@ -87,8 +87,13 @@ class Receivers:
 
     def connect(self) -> None:
         """Connect the handlers (the app's ``ready()`` calls this)."""
-        for signal, handler, sender, name in self.table():
-            signal.connect(handler, sender=sender, dispatch_uid=f"{self.uid}.{name}")
+        for receiver in self.table():
+            self.connect_one(receiver)
+
+    def connect_one(self, receiver: Receiver) -> None:
+        """Connect one handler, as :meth:`connect` does (one the table lists later)."""
+        signal, handler, sender, name = receiver
+        signal.connect(handler, sender=sender, dispatch_uid=f"{self.uid}.{name}")
 
     def disconnect(self) -> None:
         """Disconnect the handlers."""

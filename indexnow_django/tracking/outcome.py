@@ -169,13 +169,15 @@ def outcome(
 class _OpenChange:
     """An object changed inside a transaction: worked out when it commits.
 
-    Each change of the object registers its own on-commit piece (the callback
-    that tells whether the change stands), with the object as that change left
-    it; the first piece that runs works the change out, from the state before
-    the first change to the state the last change still standing recorded, the
-    others find it done. So a rolled-back savepoint loses its own pieces and
+    Each change of the object hands it to the commit again, with what tells
+    whether that change stands (changes made at one depth of savepoints share
+    it, and a piece of the commit) and the object as that change left it; the
+    first hand-over worked out works the change out, from the state before the
+    first change to the state the last change still standing recorded, the
+    others find it done. So a rolled-back savepoint loses its own hand-overs and
     what they recorded, and Django's ``captureOnCommitCallbacks``, which runs
-    only the callbacks registered in its block, still sees it.
+    only the callbacks registered in its block, still sees it (each hand-over
+    registers the commit's callback there).
     """
 
     __slots__ = (

@@ -275,19 +275,22 @@ def _page_types() -> list[type[Any]]:
     return [model for model in apps.get_models() if issubclass(model, Page)]
 
 
+def _save_receivers(page_type: type[Any]) -> tuple[Receiver, Receiver]:
+    label = page_type._meta.label_lower
+    return (
+        (pre_save, _before_save, page_type, f"pre_save.{label}"),
+        (post_save, _after_save, page_type, f"post_save.{label}"),
+    )
+
+
 def _receivers() -> tuple[Receiver, ...]:
     from wagtail.models import Page, PageViewRestriction
     from wagtail.signals import page_published
 
-    saves: list[Receiver] = []
-    for page_type in _page_types():
+    return (
         # The saves of each page type, and of no other model (a site's other saves pay
         # nothing for the integration).
-        label = page_type._meta.label_lower
-        saves.append((pre_save, _before_save, page_type, f"pre_save.{label}"))
-        saves.append((post_save, _after_save, page_type, f"post_save.{label}"))
-    return (
-        *saves,
+        *(receiver for page_type in _page_types() for receiver in _save_receivers(page_type)),
         (page_published, _published, None, "page_published"),
         # Deleting any page (or a subtree) deletes its base ``Page`` row.
         (pre_delete, _before_delete, Page, "pre_delete"),
@@ -319,10 +322,6 @@ def _page_type_prepared(sender: type[Any], **kwargs: Any) -> None:
     from wagtail.models import Page
 
     if issubclass(sender, Page) and sender._meta.apps is apps:
-        label = sender._meta.label_lower
-        pre_save.connect(
-            _before_save, sender=sender, dispatch_uid=f"{_RECEIVERS.uid}.pre_save.{label}"
-        )
-        post_save.connect(
-            _after_save, sender=sender, dispatch_uid=f"{_RECEIVERS.uid}.post_save.{label}"
-        )
+        # Not in the app registry yet (Django registers a class after preparing it).
+        for receiver in _save_receivers(sender):
+            _RECEIVERS.connect_one(receiver)
