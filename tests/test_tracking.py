@@ -169,6 +169,26 @@ def test_a_save_base_patched_by_a_field_tracker_is_kept_and_sees_its_arguments(
     assert sent(engine) == [[f"{BASE}/untracked/tracked/"], [f"{BASE}/untracked/tracked/"]]
 
 
+def test_a_registration_while_the_site_runs_leaves_tracked_saves_hooked(engine: Any) -> None:
+    """Tracking follows a registration made late (another app's ``ready()``, a model
+    made at run time) without unhooking, even for a moment, the classes it tracked
+    already: a save another thread makes meanwhile is tracked."""
+    hooked = Page.save_base
+
+    @register(Untracked)
+    class UntrackedIndexNow(ModelIndexNow):
+        pass
+
+    try:
+        assert Page.save_base is hooked
+    finally:
+        unregister(Untracked)
+    assert Page.save_base is hooked
+    assert getattr(Untracked.save_base, "indexnow_hook", False) is False  # let go
+    Page.objects.create(path="/still-hooked/")
+    assert sent(engine) == [[f"{BASE}/still-hooked/"]]
+
+
 def test_muting_the_model_signals_does_not_pause_tracking(engine: Any) -> None:
     """factory_boy's ``mute_signals`` empties the signals' receivers: saves still count
     (tracking follows a save through its class; ``ENABLED`` pauses it)."""

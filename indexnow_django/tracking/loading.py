@@ -53,12 +53,20 @@ def patch_tracked_classes(
     its parent's), and ``outermost`` maps each class to the hook its saves reach
     first.
     """
+    # The save hooks of classes that stay tracked stay in place: a save made meanwhile
+    # in another thread (a registration while the site runs) is never left untracked.
+    staying = {
+        key: own for key, own in _patched.items() if key[1] == "save_base" and key[0] in classes
+    }
     for (cls, name), own in _patched.items():
+        if (cls, name) in staying:
+            continue
         if own is MISSING:
             delattr(cls, name)
         else:
             setattr(cls, name, own)
     _patched.clear()
+    _patched.update(staying)
     _loading_hooks.clear()
     _refresh_hooks.clear()
     plain_from_db.clear()
